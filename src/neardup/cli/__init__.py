@@ -1,0 +1,66 @@
+"""The ``neardup`` command line.
+
+Each command lives in its own module of this package and is loaded only when it is run, so
+``neardup --help`` stays fast.  Errors map to exit codes: a :class:`~neardup.errors.NearDupError`
+exits with its ``exit_code`` and a one-line message on stderr (no traceback); usage errors
+exit 2 (click's convention); an interrupted run exits 130.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from neardup import __version__
+from neardup.errors import NearDupError
+
+__all__ = ["cli", "main"]
+
+# command name -> "module:attribute", loaded lazily.  One line per command.
+COMMANDS: dict[str, str] = {
+
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="neardup")
+def cli() -> None:
+    """neardup: find near-duplicate and copied text in news, fast."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console entry point: run the CLI and map neardup errors to exit codes."""
+    try:
+        return cli.main(args=argv, prog_name="neardup", standalone_mode=False)
+    except NearDupError as exc:
+        click.echo(f"neardup: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("neardup: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("neardup: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)

@@ -1,0 +1,66 @@
+"""Signatures: one module per scheme, all returning :class:`~neardup.sketch.base.Signature`.
+
+:func:`sign` is the single entry point; ``SCHEMES`` maps a scheme name to its config class
+and signing function, so adding a scheme is one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from neardup.config import Config
+from neardup.errors import ConfigError
+from neardup.sketch.base import Signature, require_same_scheme
+from neardup.sketch.bottomk import SentenceSketchConfig, sign_sentences
+
+__all__ = ["SCHEMES", "Scheme", "Signature", "make_config", "require_same_scheme", "sign"]
+
+
+class Scheme(NamedTuple):
+    """A signature scheme: its config class and its signing function."""
+
+    config_class: type[Config]
+    sign: Callable[[str, Any], Signature]
+
+
+SCHEMES: dict[str, Scheme] = {
+    "sentences": Scheme(SentenceSketchConfig, sign_sentences),
+}
+
+
+@lru_cache(maxsize=256)
+def _cached_config(scheme: str, items: tuple[tuple[str, Any], ...]) -> Config:
+    return SCHEMES[scheme].config_class(**dict(items))
+
+
+def make_config(scheme: str, **params: Any) -> Config:
+    """The validated config of ``scheme`` with ``params`` (cached for hashable params)."""
+    if scheme not in SCHEMES:
+        raise ConfigError(f"unknown scheme {scheme!r}; choose one of {', '.join(sorted(SCHEMES))}")
+    items = tuple(sorted(params.items()))
+    try:
+        return _cached_config(scheme, items)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            raise ConfigError(f"scheme {scheme!r}: {exc}") from exc
+        if "unhashable" in str(exc):
+            return SCHEMES[scheme].config_class(**params)
+        raise
+
+
+def sign(text: str, scheme: str = "sentences", **params: Any) -> Signature:
+    """Sign ``text`` with ``scheme`` (``"sentences"``, ...) and its parameters.
+
+    Pure and deterministic: the same text and parameters give the same signature bytes on
+    every machine.  Pass ``config=<SchemeConfig>`` to give a ready-made config instead.
+    """
+    config = params.pop("config", None)
+    if config is None:
+        config = make_config(scheme, **params)
+    elif params:
+        raise ConfigError("give either config= or individual parameters, not both")
+    elif not isinstance(config, SCHEMES[scheme].config_class if scheme in SCHEMES else ()):
+        raise ConfigError(f"config for scheme {scheme!r} must be {SCHEMES[scheme].config_class.__name__}")
+    return SCHEMES[scheme].sign(text, config)

@@ -1,0 +1,334 @@
+"""Text stage: ``str`` -> normalised word tokens with character offsets, and sentences.
+
+Everything later in neardup (shingles, signatures, origin detection) reads text only through
+this module, so two documents are compared on exactly the same terms.
+
+Steps, each controlled by one field of the frozen :class:`TextConfig`:
+
+1. Tokens are found in the *original* text (so every token keeps its ``start``/``end``
+   character offsets into it; origin detection maps results back through them).  A token is
+   a run of letters/digits with inner apostrophes (``don't``), or a number with inner
+   ``.``/``,`` (``3.5``, ``1,000``).  Punctuation, symbols, control characters and lone
+   surrogates are never part of a token, so they cannot crash a later stage.
+2. Each token is Unicode NFKC-normalised and case-folded (``casefold``).
+3. Numbers are kept, dropped or masked to ``"0"`` (``numbers``).
+4. Scripts written without spaces (Han, Hiragana, Katakana, Thai, ...) fall back to
+   characters or overlapping character bigrams (``cjk``), so such text never vanishes.
+5. Stop words (``stop_words``; English by default) and words shorter than
+   ``min_token_length`` are dropped when asked (seed 000 drops short words).
+6. Snowball stemming (PyStemmer, ``language``).
+
+Sentences (:func:`sentence_spans`) are split at ``.``, ``!``, ``?``, ``…`` and their
+full-width forms, and at blank lines, but not after abbreviations (``Mr.``, ``Corp.``,
+``U.S.``), initials (``J. Smith``), inside decimals (``3.5``) or before a lower-case word.
+
+Guarantees: pure and deterministic; the same text and config give the same tokens on every
+machine.  Linear in the text length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable
+from functools import lru_cache
+
+import Stemmer
+
+from neardup.config import Config, check_choice, check_int
+from neardup.errors import ConfigError, InputTypeError
+
+__all__ = [
+    "ENGLISH_STOP_WORDS",
+    "TextConfig",
+    "Tokens",
+    "ensure_text",
+    "sentence_spans",
+    "sentences",
+    "tokenize",
+]
+
+# A standard English stop-word list (articles, pronouns, auxiliaries, prepositions,
+# conjunctions), the usual choice for news text.
+ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do does
+    doesn't doing don't down during each few for from further had hadn't has hasn't have
+    haven't having he he'd he'll he's her here here's hers herself him himself his how how's i
+    i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
+    myself no nor not of off on once only or other ought our ours ourselves out over own same
+    shan't she she'd she'll she's should shouldn't so some such than that that's the their
+    theirs them themselves then there there's these they they'd they'll they're they've this
+    those through to too under until up very was wasn't we we'd we'll we're we've were weren't
+    what what's when when's where where's which while who who's whom why why's will with won't
+    would wouldn't you you'd you'll you're you've your yours yourself yourselves said says
+    also""".split()
+)
+
+_STOP_WORD_LISTS: dict[str, frozenset[str]] = {"english": ENGLISH_STOP_WORDS}
+
+_NUMBER_POLICIES = ("keep", "drop", "mask")
+_CJK_POLICIES = ("bigrams", "chars")
+
+# A number with inner separators ("3.5", "1,000.25") not glued to a following letter, or a
+# run of letters/digits with inner apostrophes.  [^\W_] is "a letter or digit" in any script.
+_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)+(?![^\W_])|[^\W_]+(?:['’][^\W_]+)*")
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+# Scripts usually written without spaces between words.
+_NOSPACE_RE = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uf900-\ufaff\U00020000-\U0002ffff]"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TextConfig(Config):
+    """Parameters of the text stage.
+
+    ``stop_words`` of ``None`` means the built-in list for ``language`` (English only ships a
+    list; other languages get an empty one unless a list is given).
+    """
+
+    SCHEME = "text"
+
+    language: str = "english"
+    stem: bool = True
+    drop_stop_words: bool = False
+    stop_words: frozenset[str] | None = None
+    min_token_length: int = 1
+    numbers: str = "keep"
+    cjk: str = "bigrams"
+
+    def __post_init__(self) -> None:
+        if self.language not in _available_languages():
+            raise ConfigError(
+                f"language must be a Snowball language ({', '.join(sorted(_available_languages()))}),"
+                f" got {self.language!r}"
+            )
+        check_int("min_token_length", self.min_token_length, low=1, high=64)
+        check_choice("numbers", self.numbers, _NUMBER_POLICIES)
+        check_choice("cjk", self.cjk, _CJK_POLICIES)
+        if self.stop_words is not None:
+            words = frozenset(self.stop_words)
+            if not all(isinstance(w, str) for w in words):
+                raise ConfigError("stop_words must be strings")
+            # Stop words are compared with normalised tokens, so normalise the list once.
+            object.__setattr__(self, "stop_words", frozenset(_normalise(w) for w in words))
+
+    @property
+    def effective_stop_words(self) -> frozenset[str]:
+        """The stop-word list in force (normalised)."""
+        if self.stop_words is not None:
+            return self.stop_words
+        return _STOP_WORD_LISTS.get(self.language, frozenset())
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Tokens:
+    """Normalised tokens of a text, each with its ``[start, end)`` span in the original."""
+
+    forms: tuple[str, ...]
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    def __len__(self) -> int:
+        return len(self.forms)
+
+
+@lru_cache(maxsize=1)
+def _available_languages() -> frozenset[str]:
+    return frozenset(Stemmer.algorithms())
+
+
+_local = threading.local()
+
+
+def _stemmer(language: str) -> Stemmer.Stemmer:
+    # PyStemmer objects are not thread-safe; keep one per thread and language.
+    cache: dict[str, Stemmer.Stemmer] | None = getattr(_local, "stemmers", None)
+    if cache is None:
+        cache = {}
+        _local.stemmers = cache
+    stemmer = cache.get(language)
+    if stemmer is None:
+        stemmer = Stemmer.Stemmer(language)
+        cache[language] = stemmer
+    return stemmer
+
+
+def _normalise(token: str) -> str:
+    if token.isascii():
+        return token.lower()
+    return unicodedata.normalize("NFKC", token).casefold()
+
+
+def ensure_text(text: object, what: str = "text") -> str:
+    """Return ``text`` if it is a ``str``; raise ``InputTypeError`` otherwise.
+
+    ``bytes`` are refused rather than guessed at: decode them first (the CLI decodes files as
+    UTF-8 with a clear error).
+    """
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes | bytearray | memoryview):
+        raise InputTypeError(f"{what} must be str, got bytes: decode it first (e.g. as UTF-8)")
+    raise InputTypeError(f"{what} must be str, got {type(text).__name__}")
+
+
+def _split_nospace(form: str, start: int, policy: str) -> Iterable[tuple[str, int, int]]:
+    """Split a token that contains characters of a no-space script.
+
+    Runs of such characters become characters or overlapping bigrams; other runs inside the
+    token stay whole.  Offsets are approximate only if NFKC changed the token's length, in
+    which case the whole token span is used.
+    """
+    pieces: list[tuple[str, int, int]] = []
+    i = 0
+    n = len(form)
+    while i < n:
+        j = i
+        if _NOSPACE_RE.match(form, i):
+            while j < n and _NOSPACE_RE.match(form, j):
+                j += 1
+            run = form[i:j]
+            if policy == "chars" or len(run) == 1:
+                pieces.extend((ch, start + i + k, start + i + k + 1) for k, ch in enumerate(run))
+            else:
+                pieces.extend(
+                    (run[k : k + 2], start + i + k, start + i + k + 2) for k in range(len(run) - 1)
+                )
+        else:
+            while j < n and not _NOSPACE_RE.match(form, j):
+                j += 1
+            pieces.append((form[i:j], start + i, start + j))
+        i = j
+    return pieces
+
+
+def tokenize(text: str, config: TextConfig | None = None) -> Tokens:
+    """Normalised tokens of ``text`` with their character spans in ``text``.
+
+    Empty, whitespace-only or punctuation-only text gives zero tokens (never an error).
+    """
+    text = ensure_text(text)
+    cfg = config or _DEFAULT_CONFIG
+    stops = cfg.effective_stop_words if cfg.drop_stop_words else frozenset()
+    min_len = cfg.min_token_length
+    numbers = cfg.numbers
+    forms: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for match in _TOKEN_RE.finditer(text):
+        raw = match.group()
+        start = match.start()
+        form = _normalise(raw)
+        if form[0].isdigit() and _NUMBER_RE.fullmatch(form):
+            if numbers == "drop":
+                continue
+            if numbers == "mask":
+                form = "0"
+            forms.append(form)
+            starts.append(start)
+            ends.append(match.end())
+            continue
+        if not form.isascii() and _NOSPACE_RE.search(form):
+            offsets_exact = len(form) == len(raw)
+            for piece, s, e in _split_nospace(form, start, cfg.cjk):
+                if piece in stops:
+                    continue
+                forms.append(piece)
+                starts.append(s if offsets_exact else start)
+                ends.append(e if offsets_exact else match.end())
+            continue
+        if len(form) < min_len or form in stops:
+            continue
+        forms.append(form)
+        starts.append(start)
+        ends.append(match.end())
+    if cfg.stem and forms:
+        forms = _stemmer(cfg.language).stemWords(forms)
+    return Tokens(tuple(forms), tuple(starts), tuple(ends))
+
+
+_DEFAULT_CONFIG = TextConfig()
+
+# --- sentences -------------------------------------------------------------------------
+
+# Words after which a full stop does not end a sentence (checked case-insensitively).
+_ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st mt gen col lt sgt capt cmdr adm gov sen rep rev hon pres
+    inc corp co ltd plc llc bros dept univ assn est approx fig no nos vol vs etc al cf eg ie
+    jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
+    ft pp ave blvd rd
+    u.s u.k u.n e.g i.e a.m p.m""".split()
+)
+
+_BOUNDARY_RE = re.compile(
+    r"(?P<stop>[.!?…]+)(?P<close>[\"'”’)\]]*)(?P<space>\s+|$)"
+    r"|(?P<wide>[。！？]+[」』”’)）]*)\s*"
+    r"|(?P<para>\n[ \t\r\f\v]*\n\s*)"
+)
+_WORD_BEFORE_RE = re.compile(r"([^\W_]+(?:\.[^\W_]+)*)$")
+
+
+def _is_false_stop(text: str, stop_start: int, stop: str, next_start: int) -> bool:
+    """True when a ``.`` at ``stop_start`` does not end a sentence."""
+    if next_start < len(text) and text[next_start].islower():
+        return True  # "e.g. the", "approx. three"
+    if stop != ".":
+        return False
+    before = _WORD_BEFORE_RE.search(text, max(0, stop_start - 24), stop_start)
+    if before is None:
+        return False
+    word = before.group(1)
+    if len(word) == 1 and word.isalpha():
+        return True  # an initial: "J. Smith"
+    return word.lower() in _ABBREVIATIONS
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``[start, end)`` character spans of the sentences of ``text``, in order.
+
+    Spans are stripped of surrounding white space and never empty; text without any
+    boundary is one sentence; empty or white-space-only text has none.
+    """
+    text = ensure_text(text)
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY_RE.finditer(text):
+        if match.group("stop") is not None:
+            if _is_false_stop(text, match.start(), match.group("stop"), match.end()):
+                continue
+            end = match.end("close")
+        elif match.group("wide") is not None:
+            end = match.end("wide")
+        else:
+            end = match.start()
+        _append_stripped(text, start, end, spans)
+        start = match.end()
+    _append_stripped(text, start, len(text), spans)
+    return spans
+
+
+def _append_stripped(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        spans.append((start, end))
+
+
+def sentences(text: str, config: TextConfig | None = None) -> list[tuple[tuple[int, int], Tokens]]:
+    """Each sentence span of ``text`` with its tokens (offsets into ``text``)."""
+    text = ensure_text(text)
+    result: list[tuple[tuple[int, int], Tokens]] = []
+    for start, end in sentence_spans(text):
+        toks = tokenize(text[start:end], config)
+        shifted = Tokens(
+            toks.forms, tuple(s + start for s in toks.starts), tuple(e + start for e in toks.ends)
+        )
+        result.append(((start, end), shifted))
+    return result

@@ -1,0 +1,36 @@
+"""Shared fixtures: paths to the real data in ../shared/data, skipped cleanly when absent."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA_DIR = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def data_path(*parts: str) -> Path:
+    """Path of a file under ../shared/data; skips the test when it is absent."""
+    path = DATA_DIR.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} (set NEARDUP_DATA to the shared/data folder)")
+    return path
+
+
+def read_jsonl_gz(path: Path, limit: int | None = None) -> Iterator[dict[str, Any]]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if limit is not None and i >= limit:
+                return
+            yield json.loads(line)
+
+
+@pytest.fixture(scope="session")
+def reuters_docs() -> list[dict[str, Any]]:
+    """The first 3,000 Reuters-21578 documents (chronological), read in place."""
+    return list(read_jsonl_gz(data_path("reuters21578", "docs.jsonl.gz"), limit=3000))
