@@ -34,6 +34,7 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import chain
 
 import Stemmer
 
@@ -45,8 +46,11 @@ __all__ = [
     "TextConfig",
     "Tokens",
     "ensure_text",
+    "forms_of_raw_token",
+    "raw_tokens",
     "sentence_spans",
     "sentences",
+    "token_forms",
     "tokenize",
 ]
 
@@ -64,7 +68,7 @@ ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
     those through to too under until up very was wasn't we we'd we'll we're we've were weren't
     what what's when when's where where's which while who who's whom why why's will with won't
     would wouldn't you you'd you'll you're you've your yours yourself yourselves said says
-    also""".split()
+    also""".split()  # noqa: SIM905 (a word list reads better as prose)
 )
 
 _STOP_WORD_LISTS: dict[str, frozenset[str]] = {"english": ENGLISH_STOP_WORDS}
@@ -103,9 +107,9 @@ class TextConfig(Config):
 
     def __post_init__(self) -> None:
         if self.language not in _available_languages():
+            names = ", ".join(sorted(_available_languages()))
             raise ConfigError(
-                f"language must be a Snowball language ({', '.join(sorted(_available_languages()))}),"
-                f" got {self.language!r}"
+                f"language must be a Snowball language ({names}), got {self.language!r}"
             )
         check_int("min_token_length", self.min_token_length, low=1, high=64)
         check_choice("numbers", self.numbers, _NUMBER_POLICIES)
@@ -254,6 +258,81 @@ def tokenize(text: str, config: TextConfig | None = None) -> Tokens:
 
 _DEFAULT_CONFIG = TextConfig()
 
+# --- fast path for signatures (no offsets) ------------------------------------------------
+
+
+def raw_tokens(text: str) -> list[str]:
+    """The raw (un-normalised) token strings of ``text``, in order.
+
+    These are exactly the matches :func:`tokenize` starts from; each one is turned into zero
+    or more normalised forms by :func:`forms_of_raw_token`.
+    """
+    return _TOKEN_RE.findall(ensure_text(text))
+
+
+def forms_of_raw_token(raw: str, config: TextConfig | None = None) -> tuple[str, ...]:
+    """The normalised forms one raw token yields under ``config`` (usually 0 or 1 form).
+
+    Applying this to every element of :func:`raw_tokens` and concatenating gives exactly
+    ``tokenize(text, config).forms``: every step of the text stage depends on one token only.
+    """
+    cfg = config or _DEFAULT_CONFIG
+    stops = cfg.effective_stop_words if cfg.drop_stop_words else frozenset()
+    form = _normalise(raw)
+    forms: list[str]
+    if form[0].isdigit() and _NUMBER_RE.fullmatch(form):
+        if cfg.numbers == "drop":
+            return ()
+        forms = ["0" if cfg.numbers == "mask" else form]
+    elif not form.isascii() and _NOSPACE_RE.search(form):
+        forms = [p for p, _, _ in _split_nospace(form, 0, cfg.cjk) if p not in stops]
+    elif len(form) < cfg.min_token_length or form in stops:
+        return ()
+    else:
+        forms = [form]
+    if cfg.stem and forms:
+        forms = _stemmer(cfg.language).stemWords(forms)
+    return tuple(forms)
+
+
+# Per-config caches raw token -> forms.  News vocabularies are small (Reuters: ~40k distinct
+# raw tokens), so a bounded dict turns the per-token Python work into one lookup.
+_FORMS_CACHE_LIMIT = 1 << 18
+_forms_caches: dict[TextConfig, dict[str, tuple[str, ...]]] = {}
+
+
+def _forms_cache(cfg: TextConfig) -> dict[str, tuple[str, ...]]:
+    cache = _forms_caches.get(cfg)
+    if cache is None:
+        if len(_forms_caches) > 64:
+            _forms_caches.clear()
+        cache = {}
+        _forms_caches[cfg] = cache
+    elif len(cache) > _FORMS_CACHE_LIMIT:
+        cache.clear()  # bounded memory; correctness does not depend on the cache
+    return cache
+
+
+def token_forms(text: str, config: TextConfig | None = None) -> list[str]:
+    """``tokenize(text, config).forms`` without the offsets, several times faster.
+
+    The fast path for signatures: same forms, same order (tested), but each distinct raw
+    token is normalised and stemmed once per process and then looked up.  Memory is bounded
+    (the cache is cleared past 262,144 entries).
+    """
+    cfg = config or _DEFAULT_CONFIG
+    cache = _forms_cache(cfg)
+    raws = raw_tokens(text)
+    try:
+        parts = [cache[r] for r in raws]
+    except KeyError:
+        for r in raws:
+            if r not in cache:
+                cache[r] = forms_of_raw_token(r, cfg)
+        parts = [cache[r] for r in raws]
+    return list(chain.from_iterable(parts))
+
+
 # --- sentences -------------------------------------------------------------------------
 
 # Words after which a full stop does not end a sentence (checked case-insensitively).
@@ -262,7 +341,7 @@ _ABBREVIATIONS = frozenset(
     inc corp co ltd plc llc bros dept univ assn est approx fig no nos vol vs etc al cf eg ie
     jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
     ft pp ave blvd rd
-    u.s u.k u.n e.g i.e a.m p.m""".split()
+    u.s u.k u.n e.g i.e a.m p.m""".split()  # noqa: SIM905
 )
 
 _BOUNDARY_RE = re.compile(

@@ -21,6 +21,13 @@ __all__ = ["cli", "main"]
 
 # command name -> "module:attribute", loaded lazily.  One line per command.
 COMMANDS: dict[str, str] = {
+    "demo": "neardup.cli.demo:demo",
+    "ingest": "neardup.cli.ingest:ingest",
+    "eval": "neardup.cli.eval:eval_group",
+    "synth": "neardup.cli.synth:synth",
+    "serve": "neardup.cli.serve:serve",
+    "dedup": "neardup.cli.dedup:dedup_command",
+    "pairs": "neardup.cli.dedup:pairs_command",
 
 }
 

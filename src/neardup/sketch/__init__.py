@@ -14,8 +14,33 @@ from neardup.config import Config
 from neardup.errors import ConfigError
 from neardup.sketch.base import Signature, require_same_scheme
 from neardup.sketch.bottomk import SentenceSketchConfig, sign_sentences
+from neardup.sketch.idf import IdfTable, build_idf_table
+from neardup.sketch.minhash import MinHashConfig, estimate_jaccard, sign_minhash
+from neardup.sketch.shingleset import (
+    ShingleSetConfig,
+    SpotSigsConfig,
+    sign_shingles,
+    sign_spotsigs,
+)
+from neardup.sketch.simhash import SimHashConfig, hamming_distance, sign_simhash
 
-__all__ = ["SCHEMES", "Scheme", "Signature", "make_config", "require_same_scheme", "sign"]
+__all__ = [
+    "SCHEMES",
+    "IdfTable",
+    "MinHashConfig",
+    "Scheme",
+    "SentenceSketchConfig",
+    "ShingleSetConfig",
+    "Signature",
+    "SimHashConfig",
+    "SpotSigsConfig",
+    "build_idf_table",
+    "estimate_jaccard",
+    "hamming_distance",
+    "make_config",
+    "require_same_scheme",
+    "sign",
+]
 
 
 class Scheme(NamedTuple):
@@ -27,6 +52,10 @@ class Scheme(NamedTuple):
 
 SCHEMES: dict[str, Scheme] = {
     "sentences": Scheme(SentenceSketchConfig, sign_sentences),
+    "shingles": Scheme(ShingleSetConfig, sign_shingles),
+    "spotsigs": Scheme(SpotSigsConfig, sign_spotsigs),
+    "minhash": Scheme(MinHashConfig, sign_minhash),
+    "simhash": Scheme(SimHashConfig, sign_simhash),
 }
 
 
@@ -50,17 +79,29 @@ def make_config(scheme: str, **params: Any) -> Config:
         raise
 
 
-def sign(text: str, scheme: str = "sentences", **params: Any) -> Signature:
-    """Sign ``text`` with ``scheme`` (``"sentences"``, ...) and its parameters.
+def sign(text: str, scheme: str = "sentences", /, **params: Any) -> Signature:
+    """Sign ``text`` with ``scheme`` and its parameters.
+
+    Schemes: ``"sentences"`` (seed 000 sentence sketch), ``"shingles"`` (exact word
+    w-shingle set, ``width``), ``"spotsigs"`` (exact SpotSigs set), ``"minhash"``
+    (``num_perm`` values, ``method``, ``width``), ``"simhash"`` (``bits``, ``idf`` table).
 
     Pure and deterministic: the same text and parameters give the same signature bytes on
     every machine.  Pass ``config=<SchemeConfig>`` to give a ready-made config instead.
+    ``text`` is positional-only, so a scheme parameter may itself be called ``text`` (the
+    text-stage config); ``scheme`` may be given positionally or as ``scheme=``.
     """
+    if "scheme" in params:
+        scheme = params.pop("scheme")
+    if not isinstance(scheme, str) or scheme not in SCHEMES:
+        raise ConfigError(f"unknown scheme {scheme!r}; choose one of {', '.join(sorted(SCHEMES))}")
     config = params.pop("config", None)
     if config is None:
         config = make_config(scheme, **params)
     elif params:
         raise ConfigError("give either config= or individual parameters, not both")
-    elif not isinstance(config, SCHEMES[scheme].config_class if scheme in SCHEMES else ()):
-        raise ConfigError(f"config for scheme {scheme!r} must be {SCHEMES[scheme].config_class.__name__}")
+    elif not isinstance(config, SCHEMES[scheme].config_class):
+        raise ConfigError(
+            f"config for scheme {scheme!r} must be {SCHEMES[scheme].config_class.__name__}"
+        )
     return SCHEMES[scheme].sign(text, config)

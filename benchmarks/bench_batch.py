@@ -1,0 +1,428 @@
+"""Batch dedup benchmark: neardup vs datasketch vs rensa on a planted Reuters corpus.
+
+Corpus (built in a temporary directory, never in the repository), deterministic for a seed:
+
+* Sentence pool: every sentence (``neardup.text.sentence_spans``) of every non-empty
+  Reuters-21578 body, white space collapsed, at least 6 words, and occurring exactly once
+  in the collection (so repeated wire boilerplate cannot make unrelated documents similar).
+* Base documents (``(1 - dup_fraction) * N``): each is ``k`` sentences drawn at random from
+  the pool, ``k`` drawn from the real distribution of sentences per Reuters article
+  (clipped to 2..30).  Base documents are distinct stories by construction.
+* Planted near-duplicates (``dup_fraction * N``, default 20 %): a copy of a random base
+  document with one edit, chosen uniformly: exact copy; 1-8 % of words substituted,
+  deleted or repeated; one sentence dropped; one unrelated sentence appended; 3 % word
+  edits plus one sentence dropped.  Dated 1-48 hours after the original.
+* The truth is the planted clusters (a base document and its copies); all documents are
+  shuffled.
+
+Systems (each in its own subprocess; wall time from reading the input file to cluster
+labels, peak memory = largest sum of RSS over the subprocess and all its children, sampled
+every 50 ms):
+
+* ``neardup``: ``neardup.batch.dedup`` (MinHash 128, word 4-shingles, LSH bands chosen for
+  the threshold, exact Jaccard verification), with a Dask LocalCluster of ``--workers``
+  processes, and in one process (``neardup-1proc``).
+* ``datasketch``: ``MinHash(num_perm=128)`` ``update_batch`` of lower-cased word
+  4-shingles, ``MinHashLSH(threshold=T, num_perm=128)``; each document is queried before
+  insertion and candidates with estimated Jaccard >= T are merged by union-find.
+* ``rensa``: the same with ``RMinHash(num_perm=128)`` / ``RMinHashLSH(threshold=T,
+  num_perm=128, num_bands=32)`` (rensa needs bands dividing num_perm; 32 x 4 is the closest
+  to the threshold).
+
+Quality against the planted truth: pairwise precision/recall/F1 over "same cluster" pairs,
+and the adjusted Rand index.
+
+Run: ``python benchmarks/bench_batch.py --n 100000`` (default 100,000; ``--n 1000000`` for
+the full size).  Results: ``benchmarks/results/batch.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import os
+import platform
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("NEARDUP_DATA", ROOT.parent / "shared" / "data"))
+RESULTS = ROOT / "benchmarks" / "results" / "batch.json"
+NUM_PERM = 128
+WIDTH = 4
+_WORD_RE = re.compile(r"\w+")
+
+# --- corpus --------------------------------------------------------------------------------
+
+
+def _sentence_pool() -> tuple[list[str], list[int]]:
+    from neardup.text import sentence_spans
+
+    counts: dict[str, int] = {}
+    per_doc: list[int] = []
+    with gzip.open(DATA / "reuters21578" / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            text = json.loads(line)["text"]
+            if not text:
+                continue
+            sents = [" ".join(text[a:b].split()) for a, b in sentence_spans(text)]
+            sents = [s for s in sents if len(s.split()) >= 6]
+            per_doc.append(len(sents))
+            for s in sents:
+                counts[s] = counts.get(s, 0) + 1
+    pool = sorted(s for s, c in counts.items() if c == 1)
+    return pool, [k for k in per_doc if k > 0]
+
+
+def _edit_words(text: str, rng: random.Random, rate: float) -> str:
+    words = text.split()
+    out: list[str] = []
+    for w in words:
+        r = rng.random()
+        if r < rate / 3:
+            continue
+        if r < 2 * rate / 3:
+            out.append(rng.choice(words))
+        elif r < rate:
+            out.extend([w, w])
+        else:
+            out.append(w)
+    return " ".join(out)
+
+
+def _copy(sentences: list[str], rng: random.Random, pool: list[str]) -> tuple[str, str]:
+    kind = rng.choice(["exact", "words", "drop", "append", "words+drop"])
+    sents = list(sentences)
+    if kind in ("drop", "words+drop") and len(sents) > 2:
+        del sents[rng.randrange(len(sents))]
+    if kind == "append":
+        sents.append(rng.choice(pool))
+    text = " ".join(sents)
+    if kind == "words":
+        text = _edit_words(text, rng, rng.uniform(0.01, 0.08))
+    if kind == "words+drop":
+        text = _edit_words(text, rng, 0.03)
+    return text, kind
+
+
+def build_corpus(n: int, dup_fraction: float, seed: int, path: Path) -> np.ndarray:
+    """Write the corpus to ``path`` (JSONL); return the truth cluster of each document."""
+    pool, per_doc = _sentence_pool()
+    rng = random.Random(seed)
+    n_copies = int(n * dup_fraction)
+    n_base = n - n_copies
+    start = dt.datetime(1987, 1, 1, tzinfo=dt.UTC)
+    base_sents: list[list[str]] = []
+    docs: list[tuple[dict[str, Any], int]] = []
+    for i in range(n_base):
+        k = min(30, max(2, rng.choice(per_doc)))
+        sents = rng.sample(pool, k)
+        base_sents.append(sents)
+        date = start + dt.timedelta(minutes=i)
+        docs.append(
+            ({"id": f"b{i}", "text": " ".join(sents), "date": date.isoformat()}, i)
+        )
+    for j in range(n_copies):
+        src = rng.randrange(n_base)
+        text, kind = _copy(base_sents[src], rng, pool)
+        date = start + dt.timedelta(minutes=src, hours=rng.randint(1, 48))
+        docs.append(
+            ({"id": f"c{j}-of-b{src}", "text": text, "date": date.isoformat(), "edit": kind}, src)
+        )
+    rng.shuffle(docs)
+    with path.open("w", encoding="utf-8") as fh:
+        for doc, _ in docs:
+            fh.write(json.dumps(doc) + "\n")
+    return np.array([c for _, c in docs], dtype=np.int64)
+
+
+# --- systems (run in a subprocess) ----------------------------------------------------------
+
+
+def _read_texts(path: Path) -> list[str]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+def _ext_shingles(text: str) -> list[str]:
+    words = _WORD_RE.findall(text.lower())
+    if len(words) < WIDTH:
+        return [" ".join(words)] if words else []
+    return [" ".join(words[i : i + WIDTH]) for i in range(len(words) - WIDTH + 1)]
+
+
+class _UF:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    def labels(self) -> list[int]:
+        return [self.find(i) for i in range(len(self.parent))]
+
+
+def run_datasketch(path: Path, threshold: float) -> list[int]:
+    from datasketch import MinHash, MinHashLSH
+
+    texts = _read_texts(path)
+    lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
+    sketches: dict[int, Any] = {}
+    uf = _UF(len(texts))
+    for i, text in enumerate(texts):
+        shingles = _ext_shingles(text)
+        if not shingles:
+            continue
+        m = MinHash(num_perm=NUM_PERM, seed=1)
+        m.update_batch([s.encode("utf-8") for s in shingles])
+        for j in lsh.query(m):
+            if m.jaccard(sketches[j]) >= threshold:
+                uf.union(i, j)
+        lsh.insert(i, m)
+        sketches[i] = m
+    return uf.labels()
+
+
+def run_rensa(path: Path, threshold: float) -> list[int]:
+    from rensa import RMinHash, RMinHashLSH
+
+    texts = _read_texts(path)
+    lsh = RMinHashLSH(threshold=threshold, num_perm=NUM_PERM, num_bands=32)
+    sketches: dict[int, Any] = {}
+    uf = _UF(len(texts))
+    for i, text in enumerate(texts):
+        shingles = _ext_shingles(text)
+        if not shingles:
+            continue
+        m = RMinHash(num_perm=NUM_PERM, seed=1)
+        m.update(shingles)
+        for j in lsh.query(m):
+            if m.jaccard(sketches[j]) >= threshold:
+                uf.union(i, j)
+        lsh.insert(i, m)
+        sketches[i] = m
+    return uf.labels()
+
+
+def run_neardup(path: Path, threshold: float, workers: int) -> list[int]:
+    from neardup.batch import DedupConfig, dedup
+
+    out = path.with_name(f"neardup-{workers}.jsonl")
+    dedup(path, out, DedupConfig(threshold=threshold), workers=workers)
+    index: dict[str, int] = {}
+    labels: list[int] = []
+    with out.open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            labels.append(index.setdefault(row["cluster"], len(index)))
+    return labels
+
+
+def _worker_main(args: argparse.Namespace) -> None:
+    path = Path(args.corpus)
+    t0 = time.perf_counter()
+    if args.worker == "datasketch":
+        labels = run_datasketch(path, args.threshold)
+    elif args.worker == "rensa":
+        labels = run_rensa(path, args.threshold)
+    elif args.worker == "neardup":
+        labels = run_neardup(path, args.threshold, args.workers)
+    else:
+        labels = run_neardup(path, args.threshold, 1)
+    seconds = time.perf_counter() - t0
+    np.save(args.labels, np.asarray(labels, dtype=np.int64))
+    print(json.dumps({"seconds": seconds}))
+
+
+# --- measurement ------------------------------------------------------------------------------
+
+
+def _tree_rss(pid: int) -> int:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        total = proc.memory_info().rss
+        for child in proc.children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except psutil.Error:
+                pass
+        return int(total)
+    except psutil.Error:
+        return 0
+
+
+def _run_system(name: str, corpus: Path, threshold: float, workers: int) -> dict[str, Any]:
+    labels_path = corpus.with_name(f"labels-{name}.npy")
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        name,
+        "--corpus",
+        str(corpus),
+        "--labels",
+        str(labels_path),
+        "--threshold",
+        str(threshold),
+        "--workers",
+        str(workers),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    stop.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name} failed:\n{err[-3000:]}")
+    seconds = json.loads(out.strip().splitlines()[-1])["seconds"]
+    return {"seconds": seconds, "peak_rss_mb": peak / 2**20, "labels": np.load(labels_path)}
+
+
+def _pair_counts(truth: np.ndarray, pred: np.ndarray) -> tuple[float, float, float, float]:
+    """(same-cluster pairs in both, in truth, in prediction, all pairs)."""
+
+    def comb2(x: np.ndarray) -> float:
+        x = x.astype(np.float64)
+        return float((x * (x - 1) / 2).sum())
+
+    _, t = np.unique(truth, return_inverse=True)
+    _, p = np.unique(pred, return_inverse=True)
+    cells = np.unique(t.astype(np.int64) * (p.max() + 1) + p, return_counts=True)[1]
+    n = truth.shape[0]
+    return comb2(cells), comb2(np.bincount(t)), comb2(np.bincount(p)), n * (n - 1) / 2
+
+
+def quality(truth: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    both, in_truth, in_pred, total = _pair_counts(truth, pred)
+    precision = both / in_pred if in_pred else 1.0
+    recall = both / in_truth if in_truth else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    expected = in_truth * in_pred / total
+    max_index = (in_truth + in_pred) / 2
+    ari = (both - expected) / (max_index - expected) if max_index != expected else 1.0
+    return {"precision": precision, "recall": recall, "f1": f1, "ari": ari}
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions: dict[str, str] = {}
+    for mod in ("numpy", "numba", "dask", "distributed", "datasketch", "rensa", "neardup"):
+        try:
+            from importlib.metadata import version
+
+            versions[mod] = version(mod)
+        except Exception:
+            versions[mod] = "unknown"
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "versions": versions,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--dup-fraction", type=float, default=0.2)
+    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--systems", default="neardup,neardup-1proc,rensa,datasketch", help="comma-separated"
+    )
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--labels", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args()
+    if args.worker:
+        _worker_main(args)
+        return
+    with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmp:
+        corpus = Path(tmp) / "corpus.jsonl"
+        t0 = time.perf_counter()
+        truth = build_corpus(args.n, args.dup_fraction, args.seed, corpus)
+        build_seconds = time.perf_counter() - t0
+        print(
+            f"corpus: {args.n} docs ({corpus.stat().st_size / 2**20:.0f} MB) built in "
+            f"{build_seconds:.0f}s",
+            flush=True,
+        )
+        rows: dict[str, dict[str, Any]] = {}
+        for name in args.systems.split(","):
+            res = _run_system(name, corpus, args.threshold, args.workers)
+            q = quality(truth, res["labels"])
+            rows[name] = {
+                "seconds": round(res["seconds"], 2),
+                "docs_per_second": round(args.n / res["seconds"]),
+                "peak_rss_mb": round(res["peak_rss_mb"]),
+                **{k: round(v, 4) for k, v in q.items()},
+            }
+            print(f"{name:14s} {json.dumps(rows[name])}", flush=True)
+    ratios = {}
+    if "neardup" in rows:
+        for other in ("datasketch", "rensa"):
+            if other in rows:
+                ratios[f"neardup_speedup_vs_{other}"] = round(
+                    rows[other]["seconds"] / rows["neardup"]["seconds"], 2
+                )
+    result = {
+        "benchmark": "batch dedup, Reuters sentences recombined + planted near-duplicates",
+        "n": args.n,
+        "dup_fraction": args.dup_fraction,
+        "threshold": args.threshold,
+        "workers": args.workers,
+        "seed": args.seed,
+        "systems": rows,
+        "ratios": ratios,
+        "machine": machine_info(),
+    }
+    print(json.dumps(ratios))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

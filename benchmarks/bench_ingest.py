@@ -1,0 +1,287 @@
+"""Ingest of the Reuters stream replicated towards 1 M articles into the SQLite store.
+
+Replication (deterministic): cycle 0 is the Reuters-21578 stream itself (articles with
+non-empty text, in their chronological order).  Cycle ``c >= 1`` repeats it with ids
+``<id>~c<c>``, dates shifted by ``c`` times the stream's span (so the article rate per hour,
+which drives event detection, is Reuters' own), and one deterministic edit per article, by
+``xxh64(id, c) % 4``: 0 one word replaced, 1 three words replaced, 2 a quarter of the words
+replaced, 3 the last fifth dropped.  Edits 0, 1 and 3 usually give ``duplicate`` decisions,
+edit 2 ``similar`` or ``new`` ones, so the canonical index keeps growing.
+
+Measures, in one process, one core:
+
+* **main run**: articles/s with every decision made and committed (batches of ``--batch``,
+  SQLite ``synchronous=normal``), with the split between signing (outside the transaction)
+  and deciding + storing; peak RSS; store size.  Stops at ``--n`` articles or after
+  ``--time-limit`` seconds, whichever comes first, and reports the number actually ingested
+  (nothing is extrapolated).
+* **verification stages** on the first ``--stage-n`` articles: ``verify=none`` (seed 003's
+  raw SimHash rule), ``shingles`` (exact Jaccard/containment) and ``lcs`` (plus longest
+  common substring): rate, decisions per status, and how many decisions each stage changes.
+* **durability**: ``synchronous=normal`` vs ``full``, batch ``--batch`` vs batch 1.
+* **baseline**: the ``simhash`` package's ``SimhashIndex(k=3)`` (in memory, no store, no
+  verification) on the same ``--stage-n`` articles: what a user would otherwise pick.
+
+Run:  /work/venv/bin/python benchmarks/bench_ingest.py [--n 1000000] [--time-limit 120]
+Writes benchmarks/results/ingest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import json
+import platform
+import resource
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from neardup.detect.stream import Decision, NewsStream, StreamConfig
+from neardup.store import open_store
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reuters21578" / "docs.jsonl.gz"
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    import sqlite3
+
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "sqlite": sqlite3.sqlite_version,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def load_reuters() -> list[dict[str, Any]]:
+    with gzip.open(DATA, "rt", encoding="utf-8") as fh:
+        docs = [json.loads(line) for line in fh]
+    return [
+        {"id": d["id"], "text": d["text"], "date": d["date"], "title": d.get("title")}
+        for d in docs
+        if d["text"].strip()
+    ]
+
+
+def _edit(text: str, doc_id: str, cycle: int) -> str:
+    h = xxhash.xxh64_intdigest(f"{doc_id}~{cycle}".encode(), seed=0)
+    words = text.split()
+    kind = h % 4
+    if kind == 3:
+        return " ".join(words[: max(1, len(words) * 4 // 5)])
+    count = {0: 1, 1: 3, 2: max(1, len(words) // 4)}[kind]
+    for j in range(count):
+        pos = (h >> (8 + j % 40)) % len(words) if j < 40 else (h + j * 7919) % len(words)
+        words[int(pos)] = f"w{cycle}x{j}"
+    return " ".join(words)
+
+
+def replicated(docs: list[dict[str, Any]], n: int) -> Iterator[dict[str, Any]]:
+    """The stream of ``n`` articles described in the module docstring."""
+    dates = sorted(d["date"] for d in docs if d["date"])
+    first = datetime.datetime.fromisoformat(dates[0])
+    last = datetime.datetime.fromisoformat(dates[-1])
+    span = last - first + datetime.timedelta(days=1)
+    produced = 0
+    cycle = 0
+    while True:
+        for d in docs:
+            if produced >= n:
+                return
+            if cycle == 0:
+                yield d
+            else:
+                date = None
+                if d["date"]:
+                    shifted = datetime.datetime.fromisoformat(d["date"]) + cycle * span
+                    date = shifted.isoformat()
+                yield {
+                    "id": f"{d['id']}~c{cycle}",
+                    "text": _edit(d["text"], d["id"], cycle),
+                    "date": date,
+                    "title": d["title"],
+                }
+            produced += 1
+        cycle += 1
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def ingest_run(
+    docs: list[dict[str, Any]],
+    n: int,
+    config: StreamConfig,
+    workdir: Path,
+    *,
+    batch: int,
+    synchronous: str = "normal",
+    time_limit: float = 1e9,
+) -> dict[str, Any]:
+    path = workdir / f"run-{time.monotonic_ns()}.db"
+    stream = NewsStream(open_store(f"sqlite:///{path}?synchronous={synchronous}"), config)
+    counts: Counter[str] = Counter()
+    decisions: dict[str, tuple[str, str | None]] = {}
+    sign_s = 0.0
+    total_s = 0.0
+    done = 0
+    chunk: list[dict[str, Any]] = []
+    source = replicated(docs, n)
+    while True:
+        chunk = [d for _, d in zip(range(batch), source, strict=False)]
+        if not chunk:
+            break
+        t0 = time.perf_counter()
+        prepared = [stream.prepare(d) for d in chunk]
+        t1 = time.perf_counter()
+        results = _decide(stream, prepared)
+        t2 = time.perf_counter()
+        sign_s += t1 - t0
+        total_s += t2 - t0
+        done += len(chunk)
+        for d, r in zip(chunk, results, strict=True):
+            if isinstance(r, Decision):
+                counts[r.status] += 1
+                if r.event:
+                    counts["in_event"] += 1
+                decisions[d["id"]] = (r.status, r.duplicate_of)
+            else:
+                counts["error"] += 1
+        if total_s > time_limit:
+            break
+    indexed = stream.indexed
+    events = len(stream.events())
+    stream.close()
+    size = sum(p.stat().st_size for p in workdir.glob(path.name + "*"))
+    for p in workdir.glob(path.name + "*"):
+        p.unlink()
+    return {
+        "articles": done,
+        "seconds": round(total_s, 2),
+        "articles_per_s": round(done / total_s, 1),
+        "sign_seconds": round(sign_s, 2),
+        "decide_store_seconds": round(total_s - sign_s, 2),
+        "statuses": dict(counts),
+        "indexed_canonical": indexed,
+        "events": events,
+        "store_bytes": size,
+        "store_bytes_per_article": round(size / max(done, 1)),
+        "_decisions": decisions,
+    }
+
+
+def _decide(stream: NewsStream, prepared: list[Any]) -> list[Any]:
+    """``NewsStream.ingest_many`` minus its signing step (already timed separately)."""
+    out: list[Any] = []
+    with stream.store.write():
+        stream._catch_up()
+        for p in prepared:
+            out.append(stream._ingest_one(p))
+    return out
+
+
+def baseline_simhash(docs: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    from simhash import Simhash, SimhashIndex
+
+    index = SimhashIndex([], k=3)
+    dups = 0
+    t0 = time.perf_counter()
+    done = 0
+    for d in replicated(docs, n):
+        sh = Simhash(d["text"])
+        if index.get_near_dups(sh):
+            dups += 1
+        else:
+            index.add(d["id"], sh)
+        done += 1
+    elapsed = time.perf_counter() - t0
+    return {
+        "library": "simhash (PyPI) SimhashIndex k=3, in memory, no store, no verification",
+        "articles": done,
+        "articles_per_s": round(done / elapsed, 1),
+        "near_duplicates": dups,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--time-limit", type=float, default=120.0)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--stage-n", type=int, default=20_000)
+    ap.add_argument("--skip-main", action="store_true")
+    args = ap.parse_args()
+    docs = load_reuters()
+    out: dict[str, Any] = {"machine": machine(), "reuters_articles": len(docs), "args": vars(args)}
+    workdir = Path(tempfile.mkdtemp(prefix="nd-bench-ingest-"))
+    try:
+        default = StreamConfig()
+        if not args.skip_main:
+            main_run = ingest_run(
+                docs, args.n, default, workdir, batch=args.batch, time_limit=args.time_limit
+            )
+            main_run.pop("_decisions")
+            main_run["peak_rss_mb"] = round(peak_rss_mb(), 1)
+            out["main"] = main_run
+            print("main", json.dumps(main_run))
+        stages: dict[str, Any] = {}
+        decided: dict[str, dict[str, tuple[str, str | None]]] = {}
+        for verify in ("none", "shingles", "lcs"):
+            run = ingest_run(
+                docs, args.stage_n, StreamConfig(verify=verify), workdir, batch=args.batch
+            )
+            decided[verify] = run.pop("_decisions")
+            stages[verify] = run
+            print("stage", verify, json.dumps(run))
+        for a, b in (("none", "shingles"), ("shingles", "lcs")):
+            changed = Counter(
+                f"{decided[a][k][0]}->{decided[b][k][0]}"
+                for k in decided[a]
+                if decided[a][k] != decided[b].get(k)
+            )
+            stages[f"changed_{a}_to_{b}"] = dict(changed)
+            print("changed", a, "->", b, dict(changed))
+        out["stages"] = stages
+        durability = {}
+        for sync in ("normal", "full"):
+            for batch in (args.batch, 1):
+                n = args.stage_n if batch > 1 else min(args.stage_n, 3000)
+                run = ingest_run(docs, n, default, workdir, batch=batch, synchronous=sync)
+                run.pop("_decisions")
+                key = f"synchronous={sync},batch={batch}"
+                durability[key] = {k: run[k] for k in ("articles", "articles_per_s")}
+                print("durability", key, durability[key])
+        out["durability"] = durability
+        out["baseline"] = baseline_simhash(docs, args.stage_n)
+        print("baseline", out["baseline"])
+        ours = stages["shingles"]["articles_per_s"]
+        out["ratio_neardup_vs_simhash_pkg"] = round(ours / out["baseline"]["articles_per_s"], 2)
+        print("ratio", out["ratio_neardup_vs_simhash_pkg"])
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    out["peak_rss_mb_process"] = round(peak_rss_mb(), 1)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "ingest.json").write_text(json.dumps(out, indent=2) + "\n")
+    print("wrote", RESULTS / "ingest.json")
+
+
+if __name__ == "__main__":
+    main()

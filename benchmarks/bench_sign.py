@@ -1,0 +1,205 @@
+"""Signing throughput per scheme, side by side with datasketch and rensa (one core).
+
+Every contender gets the raw article text and must produce a signature from it:
+
+neardup (``neardup.sign(text, scheme)``)
+    text stage (NFKC + case folding, Unicode word tokens, Snowball stemming) -> xxh3 token
+    hashes -> word 4-shingles -> the scheme's signature.
+datasketch ``MinHash(num_perm=128)``
+    tokens -> 4-word shingle strings joined by spaces -> UTF-8 -> ``update_batch``.
+rensa ``RMinHash(num_perm=128, seed=42)``
+    tokens -> 4-word shingle strings -> ``update`` (Rust, per document).
+
+For the two libraries the tokens come either from neardup's own text stage
+(``token_forms``: *the same shingles* as neardup's minhash) or, as a user without neardup
+would write it, from ``re.findall(r"\\w+", text.lower())`` (no stemming: less work).  Both are
+reported; the ratio "same shingles" is the like-for-like one.
+
+Run:  /work/venv/bin/python benchmarks/bench_sign.py [--docs 4000]
+Writes benchmarks/results/sign.json.  Bounded: about a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import json
+import os
+import platform
+import re
+import time
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import datasketch
+import numpy as np
+import rensa
+
+from neardup.sketch import build_idf_table, sign
+from neardup.sketch.minhash import MinHashConfig
+from neardup.sketch.simhash import SimHashConfig
+from neardup.text import TextConfig, token_forms
+
+DATA = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+RESULTS = Path(__file__).resolve().parent / "results"
+WIDTH = 4
+NUM_PERM = 128
+_WORD = re.compile(r"\w+")
+_TEXT = TextConfig()
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for pkg in ("numpy", "xxhash", "PyStemmer", "datasketch", "rensa", "neardup"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "versions": versions,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "note": "shared 2-core machine, other jobs running: figures are noisy; ratios in one run",
+    }
+
+
+def shingle_strings(tokens: list[str]) -> list[str]:
+    if len(tokens) <= WIDTH:
+        return [" ".join(tokens)] if tokens else []
+    return [" ".join(tokens[i : i + WIDTH]) for i in range(len(tokens) - WIDTH + 1)]
+
+
+def simple_tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def neardup_tokens(text: str) -> list[str]:
+    return token_forms(text, _TEXT)
+
+
+def datasketch_sign(tokens: Callable[[str], list[str]]) -> Callable[[str], object]:
+    def run(text: str) -> object:
+        m = datasketch.MinHash(num_perm=NUM_PERM, seed=1)
+        m.update_batch([s.encode("utf-8") for s in shingle_strings(tokens(text))])
+        return m.hashvalues
+
+    return run
+
+
+def rensa_sign(tokens: Callable[[str], list[str]]) -> Callable[[str], object]:
+    def run(text: str) -> object:
+        m = rensa.RMinHash(num_perm=NUM_PERM, seed=42)
+        m.update(shingle_strings(tokens(text)))
+        return m.digest()
+
+    return run
+
+
+def measure(fn: Callable[[str], object], texts: list[str], repeat: int) -> float:
+    """Best wall time over ``repeat`` passes (after one warm-up on 200 docs)."""
+    for t in texts[:200]:
+        fn(t)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for t in texts:
+            fn(t)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=4000)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    texts: list[str] = []
+    with gzip.open(DATA / "reuters21578" / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            text = json.loads(line)["text"]
+            if text.strip():
+                texts.append(text)
+            if len(texts) >= args.docs:
+                break
+    megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    idf = build_idf_table(texts)
+    contenders: dict[str, Callable[[str], object]] = {
+        "neardup sentences": lambda t: sign(t, "sentences"),
+        "neardup shingles (width 4)": lambda t: sign(t, "shingles"),
+        "neardup spotsigs": lambda t: sign(t, "spotsigs"),
+        "neardup minhash oph 128": lambda t: sign(t, "minhash", config=MH_OPH),
+        "neardup minhash permutations 128": lambda t: sign(t, "minhash", config=MH_PERM),
+        "neardup simhash 64 (tf)": lambda t: sign(t, "simhash"),
+        "neardup simhash 64 (tf-idf)": lambda t: sign(t, "simhash", config=SH_IDF),
+        "neardup simhash 128 (tf-idf)": lambda t: sign(t, "simhash", config=SH_IDF128),
+        "datasketch MinHash 128 (same shingles)": datasketch_sign(neardup_tokens),
+        "datasketch MinHash 128 (simple regex tokens)": datasketch_sign(simple_tokens),
+        "rensa RMinHash 128 (same shingles)": rensa_sign(neardup_tokens),
+        "rensa RMinHash 128 (simple regex tokens)": rensa_sign(simple_tokens),
+    }
+    global MH_OPH, MH_PERM, SH_IDF, SH_IDF128
+    MH_OPH = MinHashConfig(num_perm=NUM_PERM, method="oph", width=WIDTH)
+    MH_PERM = MinHashConfig(num_perm=NUM_PERM, method="permutations", width=WIDTH)
+    SH_IDF = SimHashConfig(idf=idf)
+    SH_IDF128 = SimHashConfig(idf=idf, bits=128)
+    rows: dict[str, dict[str, float]] = {}
+    print(f"{len(texts)} Reuters docs, {megabytes:.2f} MB, one core")
+    for name, fn in contenders.items():
+        seconds = measure(fn, texts, args.repeat)
+        rows[name] = {
+            "seconds": seconds,
+            "docs_per_s": len(texts) / seconds,
+            "mb_per_s": megabytes / seconds,
+            "us_per_doc": seconds / len(texts) * 1e6,
+        }
+        print(
+            f"{name:48s} {rows[name]['docs_per_s']:9.0f} docs/s "
+            f"{rows[name]['mb_per_s']:6.2f} MB/s {rows[name]['us_per_doc']:7.1f} us/doc"
+        )
+    default = "neardup minhash oph 128"
+    ratios = {}
+    for method in ("oph", "permutations"):
+        ours = rows[f"neardup minhash {method} 128"]["docs_per_s"]
+        for other in (
+            "datasketch MinHash 128 (same shingles)",
+            "datasketch MinHash 128 (simple regex tokens)",
+            "rensa RMinHash 128 (same shingles)",
+            "rensa RMinHash 128 (simple regex tokens)",
+        ):
+            ratios[f"minhash {method} / {other}"] = ours / rows[other]["docs_per_s"]
+    for key, value in ratios.items():
+        print(f"ratio {key:75s} {value:6.2f}x")
+    RESULTS.mkdir(exist_ok=True)
+    out = {
+        "machine": machine(),
+        "docs": len(texts),
+        "megabytes": megabytes,
+        "default_minhash": default,
+        "results": rows,
+        "ratios": ratios,
+        "numpy": np.__version__,
+    }
+    (RESULTS / "sign.json").write_text(json.dumps(out, indent=2))
+    print(f"wrote {RESULTS / 'sign.json'}")
+
+
+MH_OPH: MinHashConfig
+MH_PERM: MinHashConfig
+SH_IDF: SimHashConfig
+SH_IDF128: SimHashConfig
+
+if __name__ == "__main__":
+    main()

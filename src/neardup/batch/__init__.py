@@ -1,0 +1,28 @@
+"""Batch corpus dedup on one machine or a Dask cluster (issue 5).
+
+:func:`dedup` writes one row per document (``id``, ``cluster``, ``duplicate_of``,
+``score``); :func:`find_pairs` writes the verified candidate pairs; :func:`run` returns the
+clusters in memory.  See ``docs/batch.md``.
+"""
+
+from __future__ import annotations
+
+from neardup.batch.engine import DedupResult, DedupSummary, Runner, dedup, find_pairs, run
+from neardup.batch.io import check_complete, input_files, iter_records
+from neardup.batch.tasks import DedupConfig
+from neardup.batch.unionfind import UnionFind, component_labels
+
+__all__ = [
+    "DedupConfig",
+    "DedupResult",
+    "DedupSummary",
+    "Runner",
+    "UnionFind",
+    "check_complete",
+    "component_labels",
+    "dedup",
+    "find_pairs",
+    "input_files",
+    "iter_records",
+    "run",
+]

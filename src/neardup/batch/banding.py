@@ -1,0 +1,180 @@
+"""Candidate generation for batch dedup: band keys and the bucket "shuffle".
+
+Every document contributes a few 64-bit *bucket keys*; documents that share a key are
+candidate pairs.  Keys per method:
+
+* ``minhash``: LSH banding (Indyk & Motwani 1998; Broder's "sketches" of seed 002): the
+  ``num_perm`` values are cut into ``bands`` bands of ``rows`` values, each band hashed to
+  one key (tagged with its band number).  ``bands``/``rows`` minimise the sum of the
+  false-positive and false-negative probability mass around ``threshold``, as datasketch's
+  ``MinHashLSH`` does (:func:`lsh_bands`).
+* ``simhash``: the pigeonhole block split of seed 003: with ``max_distance + 1`` blocks, two
+  fingerprints within Hamming distance ``max_distance`` agree exactly on at least one block.
+* ``sentences``/``spotsigs`` (set-valued sketches): each of the ``k`` smallest values is a key
+  (seed 000 and seed 002's "take the smallest hash as the sketch"): two documents sharing one
+  of their bottom-k values are candidates.
+
+:func:`bucket_pairs` turns keys into pairs: sort by (key, document), then pair each document
+with the next ``max_bucket`` members of its bucket.  Buckets of up to ``max_bucket + 1``
+members give all their pairs; larger buckets (boilerplate) give a bounded band of
+``max_bucket`` pairs per member instead of a quadratic blow-up.
+
+Guarantees: pure, vectorised numpy, deterministic; the union of :func:`bucket_pairs` over
+any partition of the keys into shards (by :func:`shard_of`) equals the result on all keys,
+so the number of shards or workers never changes the candidates.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import numpy.typing as npt
+
+from neardup.errors import ConfigError
+from neardup.shingles import mix64
+
+__all__ = [
+    "band_keys_bottomk",
+    "band_keys_minhash",
+    "band_keys_simhash",
+    "bucket_pairs",
+    "lsh_bands",
+    "shard_of",
+]
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+
+_BAND_TAG = np.uint64(0xA24BAED4963EE407)
+_POLY = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _probabilities(threshold: float, bands: int, rows: int) -> tuple[float, float]:
+    """Integrated false-positive and false-negative probability of a banding (datasketch)."""
+    grid = np.linspace(0.0, 1.0, 1001)
+    hit = 1.0 - (1.0 - grid**rows) ** bands
+    below = grid <= threshold
+    fp = float(np.trapezoid(hit[below], grid[below]))
+    fn = float(np.trapezoid(1.0 - hit[~below], grid[~below]))
+    return fp, fn
+
+
+@functools.lru_cache(maxsize=128)
+def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
+    """``(bands, rows)`` with ``bands * rows <= num_perm`` minimising FP + FN mass at
+    ``threshold`` (equal weights, the datasketch default)."""
+    if not 0.0 < threshold < 1.0:
+        raise ConfigError(f"LSH threshold must be in (0, 1), got {threshold}")
+    best = (float("inf"), 1, num_perm)
+    for bands in range(1, num_perm + 1):
+        for rows in range(1, num_perm // bands + 1):
+            fp, fn = _probabilities(threshold, bands, rows)
+            if fp + fn < best[0]:
+                best = (fp + fn, bands, rows)
+    return best[1], best[2]
+
+
+def _fold(columns: U64) -> U64:
+    """Hash each row of a 2-d uint64 array to one uint64 (polynomial + splitmix64)."""
+    acc = np.zeros(columns.shape[0], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for c in range(columns.shape[1]):
+            acc = acc * _POLY + columns[:, c]
+    return mix64(acc)
+
+
+def band_keys_minhash(signatures: U64, bands: int, rows: int) -> U64:
+    """``(n, bands)`` keys of ``(n, num_perm)`` MinHash values."""
+    if signatures.ndim != 2 or signatures.shape[1] < bands * rows:
+        raise ConfigError(f"need {bands * rows} MinHash values per document")
+    keys = np.empty((signatures.shape[0], bands), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for b in range(bands):
+            band = signatures[:, b * rows : (b + 1) * rows]
+            keys[:, b] = mix64(_fold(band) ^ (_BAND_TAG * np.uint64(b + 1)))
+    return keys
+
+
+def simhash_blocks(bits: int, max_distance: int) -> list[tuple[int, int]]:
+    """``(shift, width)`` of ``max_distance + 1`` blocks covering ``bits`` bits."""
+    count = max_distance + 1
+    if count > bits:
+        raise ConfigError(f"max_distance must be < {bits}, got {max_distance}")
+    base, extra = divmod(bits, count)
+    blocks: list[tuple[int, int]] = []
+    shift = 0
+    for i in range(count):
+        width = base + (1 if i < extra else 0)
+        blocks.append((shift, width))
+        shift += width
+    return blocks
+
+
+def band_keys_simhash(fingerprints: U64, max_distance: int) -> U64:
+    """``(n, max_distance + 1)`` block keys of 64-bit fingerprints (one uint64 each)."""
+    values = np.asarray(fingerprints, dtype=np.uint64).reshape(-1)
+    blocks = simhash_blocks(64, max_distance)
+    keys = np.empty((values.shape[0], len(blocks)), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for b, (shift, width) in enumerate(blocks):
+            mask = np.uint64((1 << width) - 1) if width < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
+            part = (values >> np.uint64(shift)) & mask
+            keys[:, b] = mix64(part ^ (_BAND_TAG * np.uint64(b + 1)))
+    return keys
+
+
+def band_keys_bottomk(values: U64, lengths: I64) -> U64:
+    """``(n, k)`` keys of padded sorted bottom-k values; unused slots get key 0 (ignored)."""
+    keys = mix64(np.asarray(values, dtype=np.uint64))
+    slot = np.arange(values.shape[1])[None, :]
+    keys[slot >= lengths[:, None]] = 0
+    return keys
+
+
+def shard_of(keys: U64, shards: int) -> I64:
+    """The shard of each key (the shuffle's partitioning function)."""
+    return (keys % np.uint64(shards)).astype(np.int64)
+
+
+def bucket_pairs(keys: U64, docs: I64, max_bucket: int) -> I64:
+    """Candidate pairs ``(m, 2)``, ``left < right``, sorted and distinct, from bucket keys.
+
+    ``keys[t]`` is a key of document ``docs[t]``; key 0 means "no key" and is skipped.
+    """
+    keys = np.asarray(keys, dtype=np.uint64).reshape(-1)
+    docs = np.asarray(docs, dtype=np.int64).reshape(-1)
+    live = keys != 0
+    keys, docs = keys[live], docs[live]
+    if keys.size < 2:
+        return np.empty((0, 2), dtype=np.int64)
+    order = np.lexsort((docs, keys))
+    keys, docs = keys[order], docs[order]
+    run = np.concatenate(([0], np.cumsum(keys[1:] != keys[:-1])))
+    left_parts: list[I64] = []
+    right_parts: list[I64] = []
+    for step in range(1, max_bucket + 1):
+        same = run[:-step] == run[step:]
+        if not same.any():
+            break
+        left_parts.append(docs[:-step][same])
+        right_parts.append(docs[step:][same])
+    if not left_parts:
+        return np.empty((0, 2), dtype=np.int64)
+    left = np.concatenate(left_parts)
+    right = np.concatenate(right_parts)
+    distinct = left != right
+    pairs = np.stack([left[distinct], right[distinct]], axis=1)
+    return unique_pairs(pairs)
+
+
+def unique_pairs(pairs: I64) -> I64:
+    """Sorted distinct rows of an ``(m, 2)`` pair array (lexicographic order)."""
+    if pairs.shape[0] == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    view = np.ascontiguousarray(pairs, dtype=np.int64)
+    order = np.lexsort((view[:, 1], view[:, 0]))
+    view = view[order]
+    keep = np.ones(view.shape[0], dtype=bool)
+    keep[1:] = np.any(view[1:] != view[:-1], axis=1)
+    return view[keep]

@@ -1,0 +1,935 @@
+"""Batch corpus dedup: one process or a Dask cluster, identical output (issue 5; seed 002).
+
+Pipeline (seed 002's "sketch -> Jaccard -> LCS", made parallel and streaming):
+
+1. **Sign** (pass 1 over the input): the driver streams the documents in partitions of
+   ``partition_size``; each partition is signed by a worker
+   (:func:`neardup.batch.tasks.sign_partition`); the driver keeps only ids, dates, lengths
+   and the signatures (saved to the work directory, so an interrupted run resumes there).
+2. **Shuffle**: every document's bucket keys (:mod:`neardup.batch.banding`) are routed to a
+   shard by key; each shard is grouped by key on a worker and yields candidate pairs.
+3. **Verify** (pass 2): the input is streamed again; only documents that are in some
+   candidate pair are re-read and turned into exact shingle sets (and token sequences for
+   LCS) by the workers, saved per partition; pairs are then scored in parallel chunks.
+4. **Merge**: union-find over the pairs that passed (:mod:`neardup.batch.unionfind`); the
+   kept document of each cluster follows ``keep``.
+
+Determinism: partitions are cut by document count, every task is a pure function of its
+inputs, pairs are de-duplicated and sorted, and union-find labels are canonical (smallest
+member), so the output is byte-identical whatever the number of workers or shards, and with
+the single-process path.
+
+Memory (driver): ids, dates and lengths (~100 bytes/document), the bucket keys
+(``bands * 12`` bytes/document, 168 bytes for the MinHash default) and the candidate pairs;
+texts are never held beyond one partition per in-flight task.  Measured peak per million
+documents: see ``docs/batch.md``.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+from tqdm import tqdm
+
+from neardup.batch.banding import shard_of, unique_pairs
+from neardup.batch.io import (
+    AtomicJsonlWriter,
+    InputRecord,
+    ReadStats,
+    atomic_write_bytes,
+    check_complete,
+    input_files,
+    input_fingerprint,
+    iter_records,
+)
+from neardup.batch.tasks import (
+    DedupConfig,
+    PairScores,
+    Payload,
+    SignedPartition,
+    candidate_pairs,
+    pair_relation,
+    partition_keys,
+    payload_partition,
+    sign_partition,
+    verify_pairs,
+)
+from neardup.batch.unionfind import component_labels
+from neardup.config import canonical_json
+from neardup.errors import ConfigError, IncompleteOutputError, StoreError
+from neardup.records import FieldNames
+
+__all__ = [
+    "DedupResult",
+    "DedupSummary",
+    "Runner",
+    "dedup",
+    "find_pairs",
+    "run",
+]
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+_NO_DATE = np.iinfo(np.int64).max
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# Pairs scored per verification task: bounds the payload shipped with one task.
+_VERIFY_CHUNK = 50_000
+# Inputs smaller than this run in-process when no scheduler is given (a cluster costs ~2 s).
+_LOCAL_BYTES = 32 << 20
+# How long to wait for a Dask scheduler given with --scheduler.
+SCHEDULER_TIMEOUT = "20s"
+
+
+# --- running tasks -----------------------------------------------------------------------
+
+
+class Runner:
+    """Runs pure task functions in order: in-process, or on a Dask client (bounded in flight).
+
+    With ``client=None`` everything runs in the calling process.  Otherwise tasks are
+    submitted to ``client`` with at most ``max_in_flight`` outstanding, and results are
+    yielded in submission order (so the driver's output never depends on timing).
+    """
+
+    def __init__(self, client: Any = None, max_in_flight: int | None = None) -> None:
+        self.client = client
+        workers = 1
+        if client is not None:
+            try:
+                workers = max(1, len(client.scheduler_info().get("workers", {})))
+            except Exception:  # a client that cannot report its workers: assume a few
+                workers = 2
+        self.workers = workers
+        self.max_in_flight = max_in_flight or 2 * workers + 1
+
+    def imap(self, fn: Callable[..., Any], arg_tuples: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
+        """``fn(*args)`` for each args tuple, in order."""
+        if self.client is None:
+            for args in arg_tuples:
+                yield fn(*args)
+            return
+        pending: collections.deque[Any] = collections.deque()
+        for args in arg_tuples:
+            pending.append(self.client.submit(fn, *args, pure=False))
+            if len(pending) >= self.max_in_flight:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+# --- results -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class DedupSummary:
+    """Counts and timings of a run (what the CLI prints)."""
+
+    documents: int = 0
+    existing_documents: int = 0
+    clusters: int = 0
+    removed: int = 0
+    empty: int = 0
+    invalid: int = 0
+    duplicate_ids: int = 0
+    candidate_pairs: int = 0
+    verified_pairs: int = 0
+    resumed_partitions: int = 0
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    skipped_examples: list[str] = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class DedupResult:
+    """Everything a run computed, indexed by document ordinal (existing corpus first)."""
+
+    ids: list[str]
+    existing: npt.NDArray[np.bool_]
+    labels: I64
+    kept_of: I64
+    score: F64
+    pairs: I64
+    scores: PairScores
+    summary: DedupSummary
+
+    @property
+    def removed(self) -> npt.NDArray[np.bool_]:
+        """Documents removed: new documents whose cluster keeps another document."""
+        removed: npt.NDArray[np.bool_] = (self.kept_of != np.arange(len(self.ids))) & ~self.existing
+        return removed
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """One output row per new document, in input order."""
+        ids = self.ids
+        removed = self.removed
+        for d in range(len(ids)):
+            if self.existing[d]:
+                continue
+            cluster = ids[int(self.kept_of[d])]
+            if removed[d]:
+                score = float(self.score[d])
+                yield {
+                    "id": ids[d],
+                    "cluster": cluster,
+                    "duplicate_of": cluster,
+                    "score": None if np.isnan(score) else round(score, 6),
+                }
+            else:
+                yield {"id": ids[d], "cluster": cluster, "duplicate_of": None, "score": None}
+
+    def pair_rows(self, config: DedupConfig) -> Iterator[dict[str, Any]]:
+        """One row per pair that passed verification, sorted by (first, second) ordinal."""
+        s = self.scores
+        for k in np.flatnonzero(s.passed):
+            a, b = int(self.pairs[k, 0]), int(self.pairs[k, 1])
+            jac = float(s.jaccard[k])
+            cont = float(s.containment[k])
+            est = float(s.estimated[k])
+            lcs = float(s.lcs[k])
+            basis = jac if not np.isnan(jac) else (lcs if not np.isnan(lcs) else est)
+            yield {
+                "id_a": self.ids[a],
+                "id_b": self.ids[b],
+                "estimated": round(est, 6),
+                "jaccard": None if np.isnan(jac) else round(jac, 6),
+                "containment": None if np.isnan(cont) else round(cont, 6),
+                "lcs": None if np.isnan(lcs) else round(lcs, 6),
+                "relation": pair_relation(basis, 0.0 if np.isnan(cont) else cont, config),
+            }
+
+
+# --- the work directory (restartable runs) -------------------------------------------------
+
+
+class _WorkDir:
+    """Per-partition intermediate files, valid only for one run key."""
+
+    def __init__(self, path: Path, run_key: str) -> None:
+        self.path = path
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            manifest = path / "manifest.json"
+            current = None
+            if manifest.exists():
+                try:
+                    current = json.loads(manifest.read_text("ascii")).get("run_key")
+                except ValueError:
+                    current = None
+            if current != run_key:
+                for child in path.iterdir():
+                    if child.is_file() and child.suffix in (".npy", ".json", ".partial"):
+                        child.unlink()
+                atomic_write_bytes(manifest, json.dumps({"run_key": run_key}).encode("ascii"))
+        except OSError as exc:
+            raise StoreError(f"cannot use work directory {path}: {exc}") from exc
+
+    def _file(self, kind: str, part: int) -> Path:
+        return self.path / f"{kind}-{part:06d}.npy"
+
+    def save(self, kind: str, part: int, arrays: dict[str, np.ndarray]) -> None:
+        """Save named arrays atomically; the ``done`` marker file is written last."""
+        for name, arr in arrays.items():
+            target = self._file(f"{kind}.{name}", part)
+            tmp = target.with_name(target.name + ".partial")
+            try:
+                with tmp.open("wb") as fh:
+                    np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
+                os.replace(tmp, target)
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                raise StoreError(f"cannot write {target}: {exc}") from exc
+        atomic_write_bytes(self._file(f"{kind}.done", part), b"")
+
+    def done(self, kind: str, part: int) -> bool:
+        return self._file(f"{kind}.done", part).exists()
+
+    def load(self, kind: str, part: int, name: str, mmap: bool = False) -> np.ndarray:
+        try:
+            arr: np.ndarray = np.load(
+                self._file(f"{kind}.{name}", part), mmap_mode="r" if mmap else None
+            )
+        except (OSError, ValueError) as exc:
+            raise StoreError(
+                f"work file {kind}.{name} of partition {part} is unreadable: {exc}"
+            ) from exc
+        return arr
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+# --- the corpus stream ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Corpus:
+    """Paths of the existing (``--against``) and new corpora, and how to read them."""
+
+    new: list[Path]
+    existing: list[Path]
+    fields: FieldNames
+    skip_invalid: bool
+
+    def stream(self, stats: ReadStats | None = None) -> Iterator[tuple[bool, InputRecord]]:
+        """``(is_existing, record)`` for every document, existing corpus first."""
+        existing_stats = ReadStats()
+        new_stats = stats if stats is not None else ReadStats()
+        for record in iter_records(
+            self.existing, fields=self.fields, skip_invalid=self.skip_invalid, stats=existing_stats
+        ):
+            yield True, record
+        for record in iter_records(
+            self.new, fields=self.fields, skip_invalid=self.skip_invalid, stats=new_stats
+        ):
+            yield False, record
+        if stats is not None:
+            stats.invalid += existing_stats.invalid
+            stats.duplicate_ids += existing_stats.duplicate_ids
+            stats.examples.extend(existing_stats.examples[: max(0, 5 - len(stats.examples))])
+
+    def partitions(
+        self, size: int, stats: ReadStats | None = None
+    ) -> Iterator[list[tuple[bool, InputRecord]]]:
+        """The stream cut into lists of ``size`` documents."""
+        batch: list[tuple[bool, InputRecord]] = []
+        for item in self.stream(stats):
+            batch.append(item)
+            if len(batch) == size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+def _date_us(value: dt.datetime | None) -> int:
+    if value is None:
+        return int(_NO_DATE)
+    return (value - _EPOCH) // dt.timedelta(microseconds=1)
+
+
+def _bar(progress: bool, desc: str, total: int | None = None, unit: str = "doc") -> tqdm:
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        disable=not progress,
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+        unit_scale=True,
+    )
+
+
+# --- the pipeline --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Meta:
+    ids: list[str] = dataclasses.field(default_factory=list)
+    existing: list[bool] = dataclasses.field(default_factory=list)
+    dates: list[int] = dataclasses.field(default_factory=list)
+    lengths: list[int] = dataclasses.field(default_factory=list)
+    part_starts: list[int] = dataclasses.field(default_factory=list)
+
+
+def _sign_stage(
+    corpus: _Corpus,
+    config: DedupConfig,
+    runner: Runner,
+    work: _WorkDir,
+    stats: ReadStats,
+    summary: DedupSummary,
+    progress: bool,
+) -> tuple[_Meta, list[SignedPartition]]:
+    meta = _Meta()
+    parts: list[SignedPartition] = []
+    bar = _bar(progress, "signing")
+
+    def tasks() -> Iterator[tuple[Any, ...]]:
+        for p, batch in enumerate(corpus.partitions(config.partition_size, stats)):
+            meta.part_starts.append(len(meta.ids))
+            for is_existing, rec in batch:
+                meta.ids.append(rec.article.id)
+                meta.existing.append(is_existing)
+                meta.dates.append(_date_us(rec.article.date))
+                meta.lengths.append(len(rec.article.text))
+            if work.done("sig", p):
+                summary.resumed_partitions += 1
+                yield (_resume_signed, p, len(batch))
+            else:
+                yield (_sign_task, p, [rec.article.text for _, rec in batch], config)
+
+    for p, result in enumerate(runner.imap(_call, tasks())):
+        if isinstance(result, int):  # resumed: load from the work directory
+            part = SignedPartition(work.load("sig", p, "values"), work.load("sig", p, "lengths"))
+            if part.values.shape[0] != result:
+                raise StoreError(f"work directory partition {p} does not match the input")
+        else:
+            part = result
+            work.save("sig", p, {"values": part.values, "lengths": part.lengths})
+        parts.append(part)
+        bar.update(part.values.shape[0])
+    bar.close()
+    meta.part_starts.append(len(meta.ids))
+    return meta, parts
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)
+
+
+def _resume_signed(part: int, count: int) -> int:
+    return count
+
+
+def _sign_task(part: int, texts: list[str], config: DedupConfig) -> SignedPartition:
+    return sign_partition(texts, config)
+
+
+def _shuffle_stage(
+    parts: list[SignedPartition], config: DedupConfig, runner: Runner, progress: bool
+) -> I64:
+    shards = max(1, runner.workers * 2)
+    shard_keys: list[list[U64]] = [[] for _ in range(shards)]
+    shard_docs: list[list[npt.NDArray[np.int32]]] = [[] for _ in range(shards)]
+    start = 0
+    for part in parts:
+        keys = partition_keys(part, config)
+        n, per_doc = keys.shape
+        docs = np.repeat(np.arange(start, start + n, dtype=np.int64), per_doc)
+        flat = keys.reshape(-1)
+        live = flat != 0
+        flat, docs = flat[live], docs[live]
+        where = shard_of(flat, shards)
+        order = np.argsort(where, kind="stable")
+        bounds = np.searchsorted(where[order], np.arange(shards + 1))
+        for s in range(shards):
+            sel = order[bounds[s] : bounds[s + 1]]
+            shard_keys[s].append(flat[sel])
+            shard_docs[s].append(docs[sel].astype(np.int32 if start + n < 2**31 else np.int64))
+        start += n
+    bar = _bar(progress, "buckets", total=shards, unit="shard")
+
+    def tasks() -> Iterator[tuple[Any, ...]]:
+        for s in range(shards):
+            keys = np.concatenate(shard_keys[s]) if shard_keys[s] else np.empty(0, np.uint64)
+            docs = (
+                np.concatenate(shard_docs[s]).astype(np.int64)
+                if shard_docs[s]
+                else np.empty(0, np.int64)
+            )
+            shard_keys[s] = []
+            shard_docs[s] = []
+            yield (candidate_pairs, keys, docs, config.max_bucket)
+
+    found: list[I64] = []
+    for pairs in runner.imap(_call, tasks()):
+        found.append(pairs)
+        bar.update(1)
+    bar.close()
+    if not found:
+        return np.empty((0, 2), dtype=np.int64)
+    return unique_pairs(np.concatenate(found))
+
+
+def _payload_stage(
+    corpus: _Corpus,
+    config: DedupConfig,
+    runner: Runner,
+    work: _WorkDir,
+    meta: _Meta,
+    involved: I64,
+    progress: bool,
+) -> None:
+    starts = np.asarray(meta.part_starts, dtype=np.int64)
+    bar = _bar(progress, "re-reading", total=int(involved.shape[0]))
+
+    def tasks() -> Iterator[tuple[Any, ...]]:
+        for p, batch in enumerate(corpus.partitions(config.partition_size)):
+            lo, hi = np.searchsorted(involved, [starts[p], starts[p + 1]])
+            rows = involved[lo:hi] - starts[p]
+            if work.done("pay", p):
+                yield (_resume_payload, p)
+                continue
+            texts = [batch[int(r)][1].article.text for r in rows]
+            yield (_payload_task, p, rows, texts, config)
+
+    for result in runner.imap(_call, tasks()):
+        if isinstance(result, tuple):
+            p, rows, payload = result
+            arrays: dict[str, np.ndarray] = {
+                "rows": rows,
+                "shingles": payload.shingles,
+                "shingle_offsets": payload.shingle_offsets,
+            }
+            if payload.tokens is not None and payload.token_offsets is not None:
+                arrays["tokens"] = payload.tokens
+                arrays["token_offsets"] = payload.token_offsets
+            work.save("pay", p, arrays)
+            bar.update(int(rows.shape[0]))
+    bar.close()
+
+
+def _resume_payload(part: int) -> int:
+    return part
+
+
+def _payload_task(
+    part: int, rows: I64, texts: list[str], config: DedupConfig
+) -> tuple[int, I64, Payload]:
+    return part, rows, payload_partition(texts, config)
+
+
+def _gather_ragged(flat: np.ndarray, offsets: np.ndarray, rows: I64) -> tuple[U64, I64]:
+    """Rows ``rows`` of a ragged array, as a new compact ragged array."""
+    begin = offsets[rows]
+    sizes = offsets[rows + 1] - begin
+    new_offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    total = int(new_offsets[-1])
+    index = np.repeat(begin - new_offsets[:-1], sizes) + np.arange(total, dtype=np.int64)
+    return np.asarray(flat[index], dtype=np.uint64), new_offsets
+
+
+def _verify_stage(
+    pairs: I64,
+    parts: list[SignedPartition],
+    config: DedupConfig,
+    runner: Runner,
+    work: _WorkDir | None,
+    meta: _Meta,
+    mode: str,
+    progress: bool,
+) -> PairScores:
+    starts = np.asarray(meta.part_starts, dtype=np.int64)
+    width = parts[0].values.shape[1] if parts else 1
+    with_payload = work is not None
+    with_tokens = config.verify == "lcs"
+    cache: dict[int, dict[str, np.ndarray]] = {}
+
+    def payload_of(p: int) -> dict[str, np.ndarray]:
+        if p not in cache and work is not None:
+            names = ["rows", "shingles", "shingle_offsets"]
+            if with_tokens:
+                names += ["tokens", "token_offsets"]
+            cache[p] = {n: work.load("pay", p, n, mmap=True) for n in names}
+        return cache[p]
+
+    def gather(docs: I64) -> tuple[U64, I64, Payload | None]:
+        values = np.empty((docs.shape[0], width), dtype=np.uint64)
+        lengths = np.empty(docs.shape[0], dtype=np.int64)
+        owner = np.searchsorted(starts, docs, side="right") - 1
+        set_parts: list[tuple[U64, I64]] = []
+        tok_parts: list[tuple[U64, I64]] = []
+        for p in np.unique(owner):
+            sel = np.flatnonzero(owner == p)
+            local = docs[sel] - starts[p]
+            values[sel] = parts[p].values[local]
+            lengths[sel] = parts[p].lengths[local]
+            if with_payload:
+                pay = payload_of(int(p))
+                rows = np.searchsorted(pay["rows"], local)
+                set_parts.append(_gather_ragged(pay["shingles"], pay["shingle_offsets"], rows))
+                if with_tokens:
+                    tok_parts.append(_gather_ragged(pay["tokens"], pay["token_offsets"], rows))
+        payload = None
+        if with_payload:
+            payload = Payload(
+                *_concat_ragged(set_parts),
+                *(_concat_ragged(tok_parts) if with_tokens else (None, None)),
+            )
+        return values, lengths, payload
+
+    bar = _bar(progress, "verifying", total=int(pairs.shape[0]), unit="pair")
+
+    def tasks() -> Iterator[tuple[Any, ...]]:
+        for lo in range(0, pairs.shape[0], _VERIFY_CHUNK):
+            chunk = pairs[lo : lo + _VERIFY_CHUNK]
+            docs = np.unique(chunk)
+            local = np.searchsorted(docs, chunk)
+            values, lengths, payload = gather(docs)
+            yield (verify_pairs, local, values, lengths, payload, config, mode)
+
+    results: list[PairScores] = []
+    for scores in runner.imap(_call, tasks()):
+        results.append(scores)
+        bar.update(scores.passed.shape[0])
+    bar.close()
+    if not results:
+        empty = np.empty(0, dtype=np.float64)
+        return PairScores(empty, empty, empty, empty, np.empty(0, dtype=bool))
+    return PairScores(
+        *(
+            np.concatenate([getattr(r, f.name) for r in results])
+            for f in dataclasses.fields(PairScores)
+        )
+    )
+
+
+def _concat_ragged(pieces: list[tuple[U64, I64]]) -> tuple[U64, I64]:
+    """Concatenate ragged arrays in order."""
+    flats = [f for f, _ in pieces]
+    offsets = [np.zeros(1, dtype=np.int64)]
+    base = 0
+    for flat, off in pieces:
+        offsets.append(off[1:] + base)
+        base += int(flat.shape[0])
+    flat_all = np.concatenate(flats) if flats else np.empty(0, dtype=np.uint64)
+    return flat_all.astype(np.uint64, copy=False), np.concatenate(offsets)
+
+
+def _choose_kept(labels: I64, meta: _Meta, existing: npt.NDArray[np.bool_], keep: str) -> I64:
+    """For every document, the ordinal of its cluster's kept document."""
+    n = labels.shape[0]
+    ordinal = np.arange(n, dtype=np.int64)
+    dates = np.asarray(meta.dates, dtype=np.int64)
+    lengths = np.asarray(meta.lengths, dtype=np.int64)
+    # lexsort: the last key is primary.  Existing documents always win (--against).
+    if keep == "earliest":
+        keys: tuple[np.ndarray, ...] = (ordinal, dates, ~existing, labels)
+    elif keep == "longest":
+        keys = (ordinal, -lengths, ~existing, labels)
+    else:
+        keys = (ordinal, ~existing, labels)
+    order = np.lexsort(keys)
+    first = np.ones(n, dtype=bool)
+    first[1:] = labels[order][1:] != labels[order][:-1]
+    kept_of_label = np.empty(n, dtype=np.int64)
+    kept_of_label[labels[order][first]] = order[first]
+    result: I64 = kept_of_label[labels]
+    return result
+
+
+def _best_scores(n: int, pairs: I64, scores: PairScores, config: DedupConfig) -> F64:
+    """Per document, its highest verification score over the pairs that passed."""
+    if config.verify == "jaccard":
+        basis = scores.jaccard
+    elif config.verify == "lcs":
+        basis = scores.lcs
+    else:
+        basis = scores.estimated
+    best = np.full(n, -np.inf)
+    ok = scores.passed
+    np.maximum.at(best, pairs[ok, 0], basis[ok])
+    np.maximum.at(best, pairs[ok, 1], basis[ok])
+    return np.where(np.isfinite(best), best, np.nan)
+
+
+def _make_client(scheduler: str | None, workers: int | None, input_bytes: int) -> tuple[Any, Any]:
+    """``(client, cluster)``: a Dask client for ``scheduler``, a LocalCluster, or none."""
+    if scheduler is None:
+        count = workers if workers is not None else (os.cpu_count() or 1)
+        if count <= 1 or (workers is None and input_bytes < _LOCAL_BYTES):
+            return None, None
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - dask is a declared extra
+        raise ConfigError("Dask is not installed: pip install 'neardup[dask]'") from exc
+    if scheduler is not None:
+        try:
+            return Client(scheduler, timeout=SCHEDULER_TIMEOUT), None  # type: ignore[no-untyped-call]
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise StoreError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from exc
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    return Client(cluster), cluster  # type: ignore[no-untyped-call]
+
+
+def run_key(
+    config: DedupConfig,
+    corpus: _Corpus,
+    mode: str,
+) -> str:
+    """A digest of everything that determines a run's output (config, inputs, mode)."""
+    material = {
+        "config": config.to_dict(),
+        "mode": mode,
+        "new": input_fingerprint(corpus.new),
+        "existing": input_fingerprint(corpus.existing),
+        "fields": dataclasses.asdict(corpus.fields),
+        "skip_invalid": corpus.skip_invalid,
+    }
+    return xxhash.xxh64_hexdigest(canonical_json(material).encode("utf-8"), seed=0)
+
+
+def run(
+    input: str | os.PathLike[str],
+    config: DedupConfig | None = None,
+    *,
+    against: str | os.PathLike[str] | None = None,
+    fields: FieldNames | None = None,
+    skip_invalid: bool = False,
+    client: Any = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    mode: str = "dedup",
+    progress: bool = False,
+    keep_work: bool = False,
+) -> DedupResult:
+    """Run the pipeline and return the clusters (no output written).
+
+    ``client``: a ``distributed.Client`` to run tasks on, or ``None`` for this process.
+    ``work_dir``: where intermediate files go (default: a new temporary directory); a run
+    interrupted and started again with the same work directory and inputs resumes from the
+    finished partitions.
+    """
+    cfg = config or DedupConfig()
+    if mode not in ("dedup", "pairs"):
+        raise ConfigError(f"mode must be 'dedup' or 'pairs', got {mode!r}")
+    corpus = _Corpus(
+        new=input_files(input),
+        existing=input_files(against) if against is not None else [],
+        fields=fields or FieldNames(),
+        skip_invalid=skip_invalid,
+    )
+    key = run_key(cfg, corpus, mode)
+    work = _WorkDir(
+        Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="neardup-")), key
+    )
+    runner = Runner(client)
+    summary = DedupSummary()
+    stats = ReadStats()
+    clock = time.perf_counter()
+
+    t0 = time.perf_counter()
+    meta, parts = _sign_stage(corpus, cfg, runner, work, stats, summary, progress)
+    summary.stage_seconds["sign"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    pairs = _shuffle_stage(parts, cfg, runner, progress)
+    summary.stage_seconds["shuffle"] = time.perf_counter() - t0
+    summary.candidate_pairs = int(pairs.shape[0])
+
+    needs_payload = cfg.verify != "none" or mode == "pairs"
+    t0 = time.perf_counter()
+    if needs_payload and pairs.shape[0]:
+        involved = np.unique(pairs)
+        _payload_stage(corpus, cfg, runner, work, meta, involved, progress)
+    summary.stage_seconds["reread"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    scores = _verify_stage(
+        pairs, parts, cfg, runner, work if needs_payload else None, meta, mode, progress
+    )
+    summary.stage_seconds["verify"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    n = len(meta.ids)
+    existing = np.asarray(meta.existing, dtype=bool)
+    ok = scores.passed
+    labels = component_labels(n, pairs[ok, 0], pairs[ok, 1])
+    kept_of = _choose_kept(labels, meta, existing, cfg.keep)
+    best = _best_scores(n, pairs, scores, cfg)
+    summary.stage_seconds["merge"] = time.perf_counter() - t0
+
+    lengths = np.concatenate([p.lengths for p in parts]) if parts else np.empty(0, np.int64)
+    result = DedupResult(meta.ids, existing, labels, kept_of, best, pairs, scores, summary)
+    new = ~existing
+    summary.documents = int(new.sum())
+    summary.existing_documents = int(existing.sum())
+    summary.removed = int(result.removed.sum())
+    summary.clusters = int(np.unique(kept_of[new]).shape[0]) if n else 0
+    summary.empty = int(((lengths == 0) & new).sum())
+    summary.invalid = stats.invalid
+    summary.duplicate_ids = stats.duplicate_ids
+    summary.skipped_examples = list(stats.examples)
+    summary.verified_pairs = int(ok.sum())
+    summary.seconds = time.perf_counter() - clock
+    if not keep_work:
+        work.remove()
+    return result
+
+
+def _default_work_dir(output: Path) -> Path:
+    return output.with_name(output.name + ".work")
+
+
+def _already_done(paths: list[Path], key: str) -> dict[str, Any] | None:
+    try:
+        infos = [check_complete(p, key) for p in paths]
+    except IncompleteOutputError:
+        return None
+    summary = infos[0].get("summary")
+    return summary if isinstance(summary, dict) else None
+
+
+def dedup(
+    input: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    config: DedupConfig | None = None,
+    *,
+    write_kept: str | os.PathLike[str] | None = None,
+    against: str | os.PathLike[str] | None = None,
+    fields: FieldNames | None = None,
+    skip_invalid: bool = False,
+    client: Any = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+) -> DedupSummary:
+    """Deduplicate ``input`` and write one row per document to ``output`` (JSON Lines).
+
+    Rows: ``{"id", "cluster", "duplicate_of", "score"}`` in input order.  With
+    ``write_kept`` the kept documents are written with all their original fields.  Outputs
+    are atomic with completion markers; if they are already complete for the same inputs and
+    parameters the run is skipped (its summary is returned).  Without ``client`` or
+    ``scheduler`` a LocalCluster of ``workers`` processes is used for inputs over 32 MB (and
+    this process otherwise).
+    """
+    cfg = config or DedupConfig()
+    out = Path(output)
+    kept_path = Path(write_kept) if write_kept is not None else None
+    return _run_and_write(
+        input,
+        out,
+        kept_path,
+        cfg,
+        "dedup",
+        against,
+        fields,
+        skip_invalid,
+        client,
+        scheduler,
+        workers,
+        work_dir,
+        progress,
+    )
+
+
+def find_pairs(
+    input: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    config: DedupConfig | None = None,
+    *,
+    against: str | os.PathLike[str] | None = None,
+    fields: FieldNames | None = None,
+    skip_invalid: bool = False,
+    client: Any = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+) -> DedupSummary:
+    """Write every candidate pair that passed verification (``config.threshold`` is the
+    minimum score) with its estimated and exact scores and a relation, as JSON Lines."""
+    cfg = config or DedupConfig()
+    return _run_and_write(
+        input,
+        Path(output),
+        None,
+        cfg,
+        "pairs",
+        against,
+        fields,
+        skip_invalid,
+        client,
+        scheduler,
+        workers,
+        work_dir,
+        progress,
+    )
+
+
+def _run_and_write(
+    input: str | os.PathLike[str],
+    out: Path,
+    kept_path: Path | None,
+    cfg: DedupConfig,
+    mode: str,
+    against: str | os.PathLike[str] | None,
+    fields: FieldNames | None,
+    skip_invalid: bool,
+    client: Any,
+    scheduler: str | None,
+    workers: int | None,
+    work_dir: str | os.PathLike[str] | None,
+    progress: bool,
+) -> DedupSummary:
+    corpus = _Corpus(
+        new=input_files(input),
+        existing=input_files(against) if against is not None else [],
+        fields=fields or FieldNames(),
+        skip_invalid=skip_invalid,
+    )
+    key = run_key(cfg, corpus, mode)
+    targets = [out] + ([kept_path] if kept_path is not None else [])
+    previous = _already_done(targets, key)
+    if previous is not None:
+        known = {f.name for f in dataclasses.fields(DedupSummary)}
+        return DedupSummary(**{k: v for k, v in previous.items() if k in known})
+    own_cluster = None
+    if client is None:
+        size = sum(p.stat().st_size for p in corpus.new + corpus.existing)
+        client, own_cluster = _make_client(scheduler, workers, size)
+    try:
+        result = run(
+            input,
+            cfg,
+            against=against,
+            fields=fields,
+            skip_invalid=skip_invalid,
+            client=client,
+            work_dir=work_dir or _default_work_dir(out),
+            mode=mode,
+            progress=progress,
+            keep_work=True,
+        )
+    finally:
+        if own_cluster is not None:
+            client.close()
+            own_cluster.close()
+    summary = result.summary
+    t0 = time.perf_counter()
+    plain = summary.to_dict()
+    if kept_path is not None:
+        _write_kept(corpus, result, kept_path, key, plain, progress)
+    with AtomicJsonlWriter(out, key, extra={"summary": plain}) as writer:
+        rows = result.rows() if mode == "dedup" else result.pair_rows(cfg)
+        for row in rows:
+            writer.write(row)
+        writer.commit()
+    summary.stage_seconds["write"] = time.perf_counter() - t0
+    shutil.rmtree(Path(work_dir) if work_dir else _default_work_dir(out), ignore_errors=True)
+    return summary
+
+
+def _write_kept(
+    corpus: _Corpus,
+    result: DedupResult,
+    path: Path,
+    key: str,
+    summary: dict[str, Any],
+    progress: bool,
+) -> None:
+    removed = result.removed
+    offset = int(result.existing.sum())
+    bar = _bar(progress, "writing kept")
+    new_only = _Corpus(corpus.new, [], corpus.fields, corpus.skip_invalid)
+    with AtomicJsonlWriter(path, key, extra={"summary": summary}) as writer:
+        for _, record in new_only.stream():
+            if not removed[offset + record.ordinal]:
+                writer.write(record.raw)
+            bar.update(1)
+        writer.commit()
+    bar.close()

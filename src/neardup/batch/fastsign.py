@@ -1,0 +1,157 @@
+"""Whole-partition shingling and MinHash: the same values as per-document signing, faster.
+
+Signing documents one by one pays numpy's per-call overhead a dozen times per document.
+Here a partition is processed at once:
+
+* :func:`partition_shingles`: the texts are joined with a *separator word* between them and
+  tokenised in one :func:`neardup.shingles.token_hashes` call (the text stage works token by
+  token, so joining changes no token); word shingles are computed for the whole token array
+  in one :func:`neardup.shingles.word_shingles` call, and windows that straddle a separator
+  are dropped.  Documents shorter than ``width`` tokens get their single shingle exactly as
+  :func:`~neardup.shingles.word_shingles` defines it.  If a text happens to contain the
+  separator word itself, the partition falls back to per-document tokenisation.  Result:
+  for every document, the same *set* of shingle hashes as
+  :func:`neardup.sketch.shingleset.shingle_hashes` (tested).
+* :func:`minhash_matrix`: the k-permutation MinHash of :mod:`neardup.sketch.minhash`
+  (``method="permutations"``: ``min_x (a_i x + b_i) mod 2**64``) for all documents in one
+  numba loop.  The ``a_i, b_i`` are read back from the public
+  :func:`~neardup.sketch.minhash.minhash_values` (the value of the set ``{0}`` is ``b``, of
+  ``{1}`` is ``a + b``), so the rows are byte-identical to
+  ``sign(text, "minhash", method="permutations", ...)`` (tested).
+
+Guarantees: deterministic; memory linear in the partition's tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from neardup.shingles import token_hashes, word_shingles
+from neardup.sketch.minhash import minhash_values
+from neardup.sketch.shingleset import TOKEN_SEED
+from neardup.text import TextConfig
+
+__all__ = ["minhash_matrix", "partition_shingles", "permutation_params", "unique_rows"]
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+
+# A word that no news text contains; a text that does makes the partition take the slow path.
+_SEPARATOR = "qxzvneardupdocumentseparatorqxzv"
+
+
+@functools.lru_cache(maxsize=16)
+def _separator_hash(config: TextConfig) -> int | None:
+    hashes = token_hashes(_SEPARATOR, config, TOKEN_SEED)
+    return int(hashes[0]) if hashes.shape[0] == 1 else None
+
+
+def _per_document(texts: list[str], config: TextConfig, width: int) -> tuple[U64, I64]:
+    parts = [word_shingles(token_hashes(t, config, TOKEN_SEED), width) for t in texts]
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([p.shape[0] for p in parts], out=offsets[1:])
+    flat = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    return flat.astype(np.uint64, copy=False), offsets
+
+
+def partition_shingles(texts: list[str], config: TextConfig, width: int) -> tuple[U64, I64]:
+    """Word ``width``-shingles of each text, ragged ``(flat, offsets)``, in position order
+    (duplicates kept; use :func:`unique_rows` for sets)."""
+    n = len(texts)
+    sep = _separator_hash(config)
+    if n == 0:
+        return np.empty(0, dtype=np.uint64), np.zeros(1, dtype=np.int64)
+    if sep is None or any(_SEPARATOR in t for t in texts):
+        return _per_document(texts, config, width)
+    joined = f" {_SEPARATOR} ".join(texts)
+    tokens = token_hashes(joined, config, TOKEN_SEED)
+    is_sep = tokens == np.uint64(sep)
+    if int(is_sep.sum()) != n - 1:  # a separator hash collision: stay exact
+        return _per_document(texts, config, width)
+    # Tokens per document, and the document of every token position.
+    sep_pos = np.flatnonzero(is_sep)
+    bounds = np.concatenate(([-1], sep_pos, [tokens.shape[0]]))
+    counts = np.diff(bounds) - 1
+    seen = np.concatenate(([0], np.cumsum(is_sep)))  # separators before position i
+    m = tokens.shape[0]
+    docs_parts: list[I64] = []
+    vals_parts: list[U64] = []
+    if m >= width:
+        shingles = word_shingles(tokens, width)
+        starts = np.arange(shingles.shape[0])
+        valid = seen[starts + width] == seen[starts]
+        docs_parts.append(seen[starts[valid]].astype(np.int64))
+        vals_parts.append(shingles[valid])
+    short = np.flatnonzero((counts > 0) & (counts < width))
+    for d in short:
+        first = int(bounds[d]) + 1
+        docs_parts.append(np.array([d], dtype=np.int64))
+        vals_parts.append(word_shingles(tokens[first : first + int(counts[d])], width))
+    if not docs_parts:
+        return np.empty(0, dtype=np.uint64), np.zeros(n + 1, dtype=np.int64)
+    docs = np.concatenate(docs_parts)
+    vals = np.concatenate(vals_parts)
+    if short.shape[0]:
+        order = np.argsort(docs, kind="stable")
+        docs, vals = docs[order], vals[order]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(docs, minlength=n), out=offsets[1:])
+    return vals, offsets
+
+
+def unique_rows(flat: U64, offsets: I64) -> tuple[U64, I64]:
+    """Each ragged row sorted ascending with duplicates removed (exact shingle sets)."""
+    n = offsets.shape[0] - 1
+    docs = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    order = np.lexsort((flat, docs))
+    docs, vals = docs[order], flat[order]
+    keep = np.ones(vals.shape[0], dtype=bool)
+    keep[1:] = (vals[1:] != vals[:-1]) | (docs[1:] != docs[:-1])
+    docs, vals = docs[keep], vals[keep]
+    new_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(docs, minlength=n), out=new_offsets[1:])
+    return vals, new_offsets
+
+
+@functools.lru_cache(maxsize=16)
+def permutation_params(num_perm: int, seed: int) -> tuple[U64, U64]:
+    """``(a, b)`` of the k-permutation MinHash of :mod:`neardup.sketch.minhash`."""
+    b = minhash_values(np.array([0], dtype=np.uint64), num_perm, "permutations", seed)
+    a_plus_b = minhash_values(np.array([1], dtype=np.uint64), num_perm, "permutations", seed)
+    with np.errstate(over="ignore"):
+        a = a_plus_b - b
+    return a, b
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _minhash_kernel(flat: U64, offsets: I64, a: U64, b: U64) -> U64:
+    n = offsets.shape[0] - 1
+    k = a.shape[0]
+    out = np.full((n, k), np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    for d in range(n):
+        row = out[d]
+        for t in range(offsets[d], offsets[d + 1]):
+            x = flat[t]
+            for p in range(k):
+                h = a[p] * x + b[p]  # uint64 arithmetic wraps mod 2**64
+                if h < row[p]:
+                    row[p] = h
+    return out
+
+
+def minhash_matrix(flat: U64, offsets: I64, num_perm: int, seed: int) -> tuple[U64, I64]:
+    """``(values (n, num_perm), lengths (n,))``: k-permutation MinHash of each ragged row;
+    rows without shingles get length 0 (their values are meaningless)."""
+    a, b = permutation_params(num_perm, seed)
+    values: U64 = _minhash_kernel(
+        np.ascontiguousarray(flat, dtype=np.uint64),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        a,
+        b,
+    )
+    lengths = np.where(np.diff(offsets) > 0, num_perm, 0).astype(np.int64)
+    return values, lengths

@@ -1,0 +1,403 @@
+"""Streaming input readers and atomic, verifiable output writers for batch dedup.
+
+Input
+-----
+:func:`input_files` accepts a JSON Lines file (``.jsonl``/``.ndjson``/``.json``, optionally
+gzip-compressed: compression is detected from the magic bytes, not the name), a Parquet file
+(``.parquet``/``.pq``), or a directory of them (searched recursively, files taken in sorted
+path order, hidden files and ``*.partial`` files ignored).  :func:`iter_records` streams the
+documents one at a time; nothing holds the whole corpus.
+
+Defined behaviour for bad input (the same in every pass over the input, so a second pass
+sees exactly the documents the first pass saw):
+
+* A malformed line (not UTF-8, not JSON, not an object, missing ``id``/``text``, bad
+  ``date``) raises :class:`~neardup.errors.InputError` naming the file and 1-based line
+  number (Parquet: 1-based row number); with ``skip_invalid`` it is skipped and counted in
+  :attr:`ReadStats.invalid`.
+* Blank lines are ignored (not counted).
+* A duplicate ``id`` (an id already seen earlier in the same corpus) raises
+  :class:`~neardup.errors.ConflictError` with the location of the repeat; with
+  ``skip_invalid`` the later document is skipped and counted in
+  :attr:`ReadStats.duplicate_ids`.  The first occurrence always wins.
+* Empty texts (or texts without a single word) are read normally; the engine never groups
+  them (each is its own cluster and is kept) and counts them.
+* A truncated gzip stream raises :class:`~neardup.errors.InputError` naming the file.
+
+Output
+------
+:class:`AtomicJsonlWriter` writes to ``<path>.partial`` and, only when everything was
+written, fsyncs it, renames it over ``<path>`` (atomic on POSIX) and then writes the
+completion marker ``<path>.complete`` (JSON: row count, SHA-256 of the bytes, the run key
+and the finish time).  :func:`check_complete` verifies an output against its marker and
+raises :class:`~neardup.errors.IncompleteOutputError` if the marker is missing or does not
+match, so a partial or stale output is never mistaken for a complete one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import gzip
+import hashlib
+import json
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from neardup.errors import (
+    ConflictError,
+    IncompleteOutputError,
+    InputError,
+    NotFoundError,
+    StoreError,
+)
+from neardup.records import Article, FieldNames
+
+__all__ = [
+    "AtomicJsonlWriter",
+    "InputRecord",
+    "ReadStats",
+    "atomic_write_bytes",
+    "check_complete",
+    "input_files",
+    "input_fingerprint",
+    "iter_records",
+    "json_default",
+]
+
+_JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_GZIP_MAGIC = b"\x1f\x8b"
+# How many skipped-line messages are kept as examples for the summary.
+_MAX_EXAMPLES = 5
+
+
+@dataclasses.dataclass
+class ReadStats:
+    """Counters of one pass over the input (mutable: filled while reading)."""
+
+    documents: int = 0
+    invalid: int = 0
+    duplicate_ids: int = 0
+    blank_lines: int = 0
+    examples: list[str] = dataclasses.field(default_factory=list)
+
+    def _note(self, message: str) -> None:
+        if len(self.examples) < _MAX_EXAMPLES:
+            self.examples.append(message)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InputRecord:
+    """One accepted document: its 0-based ordinal among accepted documents, where it came
+    from (``file:line``), the parsed :class:`Article` and the original JSON object."""
+
+    ordinal: int
+    location: str
+    article: Article
+    raw: dict[str, Any]
+
+
+def _is_parquet(path: Path) -> bool:
+    return path.name.lower().endswith(_PARQUET_SUFFIXES)
+
+
+def _is_input_name(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith(_JSONL_SUFFIXES + _PARQUET_SUFFIXES)
+
+
+def input_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The files of an input: the file itself, or a directory's input files in sorted order.
+
+    Raises ``NotFoundError`` when the path does not exist and ``InputError`` when a
+    directory holds no input file.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise NotFoundError(f"input {root} does not exist")
+    if root.is_file():
+        return [root]
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and _is_input_name(p)
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+    if not files:
+        raise InputError(
+            f"directory {root} holds no input file (*.jsonl, *.jsonl.gz, *.json, *.parquet)"
+        )
+    return files
+
+
+def input_fingerprint(files: Iterable[Path]) -> list[list[Any]]:
+    """``[path, size, mtime_ns]`` of each file: changes when an input file changes."""
+    out: list[list[Any]] = []
+    for f in files:
+        st = f.stat()
+        out.append([str(f.resolve()), st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _jsonl_objects(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line_number, parsed object or an InputError)`` for each non-blank line."""
+    raw = path.open("rb")
+    try:
+        stream: IO[bytes] | gzip.GzipFile = raw
+        if raw.peek(2)[:2] == _GZIP_MAGIC:
+            stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        lineno = 0
+        try:
+            for lineno, line in enumerate(stream, start=1):
+                if not line.strip():
+                    yield lineno, None
+                    continue
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield lineno, InputError(f"not valid UTF-8 at byte {exc.start} of the line")
+                    continue
+                try:
+                    yield lineno, json.loads(text)
+                except json.JSONDecodeError as exc:
+                    yield lineno, InputError(f"not valid JSON: {exc.msg} (column {exc.colno})")
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise InputError(
+                f"{path}: compressed stream is truncated or corrupt after line {lineno}: {exc}"
+            ) from exc
+    finally:
+        raw.close()
+
+
+def _parquet_objects(path: Path) -> Iterator[tuple[int, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        pfile = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise InputError(f"{path}: not a readable Parquet file: {exc}") from exc
+    row = 0
+    for batch in pfile.iter_batches(batch_size=4096):
+        for obj in batch.to_pylist():
+            row += 1
+            yield row, obj
+
+
+def iter_records(
+    paths: Iterable[Path],
+    *,
+    fields: FieldNames | None = None,
+    skip_invalid: bool = False,
+    stats: ReadStats | None = None,
+) -> Iterator[InputRecord]:
+    """Stream the accepted documents of ``paths`` in order (see the module docstring).
+
+    Deterministic: the same files give the same records with the same ordinals.  Memory:
+    one document at a time plus the set of ids seen (for the duplicate check).
+    """
+    names = fields or FieldNames()
+    counts = stats if stats is not None else ReadStats()
+    seen: set[str] = set()
+    ordinal = 0
+    for path in paths:
+        objects = _parquet_objects(path) if _is_parquet(path) else _jsonl_objects(path)
+        for lineno, obj in objects:
+            where = f"{path}:{lineno}"
+            if obj is None:
+                counts.blank_lines += 1
+                continue
+            try:
+                if isinstance(obj, InputError):
+                    raise obj
+                if not isinstance(obj, dict):
+                    raise InputError(f"expected a JSON object, got {type(obj).__name__}")
+                article = Article.from_mapping(obj, names)
+            except InputError as exc:
+                if not skip_invalid:
+                    raise type(exc)(f"{where}: {exc}") from exc
+                counts.invalid += 1
+                counts._note(f"{where}: {exc}")
+                continue
+            if article.id in seen:
+                message = f"{where}: duplicate id {article.id!r} (first occurrence is kept)"
+                if not skip_invalid:
+                    raise ConflictError(message)
+                counts.duplicate_ids += 1
+                counts._note(message)
+                continue
+            seen.add(article.id)
+            counts.documents += 1
+            yield InputRecord(ordinal, where, article, obj)
+            ordinal += 1
+
+
+# --- output ------------------------------------------------------------------------------
+
+
+def json_default(value: object) -> Any:
+    """JSON fallback for values Parquet can hold (dates, decimals, bytes, numpy scalars)."""
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    item = getattr(value, "item", None)
+    if callable(item):
+        return item()
+    return str(value)
+
+
+def _marker_path(path: Path) -> Path:
+    return path.with_name(path.name + ".complete")
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file and an atomic rename."""
+    tmp = path.with_name(path.name + ".partial")
+    try:
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {path}: {exc}") from exc
+
+
+class AtomicJsonlWriter:
+    """Write JSON Lines to ``path`` atomically, then a completion marker.
+
+    Use as a context manager and call :meth:`commit` at the end; leaving the block without
+    committing (an exception, an interrupt) removes the ``.partial`` file and leaves any
+    earlier complete output untouched.  A ``.gz`` path is gzip-compressed (deterministic:
+    no timestamp in the header).
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], run_key: str = "", extra: dict[str, Any] | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.run_key = run_key
+        self.extra = dict(extra or {})
+        self.rows = 0
+        self._tmp = self.path.with_name(self.path.name + ".partial")
+        self._hash = hashlib.sha256()
+        self._raw: IO[bytes] | None = None
+        self._out: IO[bytes] | gzip.GzipFile | None = None
+        self._committed = False
+
+    def __enter__(self) -> AtomicJsonlWriter:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._raw = self._tmp.open("wb")
+        except OSError as exc:
+            raise StoreError(f"cannot write {self.path}: {exc}") from exc
+        if self.path.name.endswith(".gz"):
+            self._out = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0)
+        else:
+            self._out = self._raw
+        return self
+
+    def write(self, row: dict[str, Any]) -> None:
+        """Append one JSON object as a line."""
+        if self._out is None:
+            raise StoreError("writer is not open (use it as a context manager)")
+        line = (
+            json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=json_default) + "\n"
+        ).encode("utf-8", "surrogatepass")
+        self._out.write(line)
+        self._hash.update(line)
+        self.rows += 1
+
+    def commit(self) -> None:
+        """Finish: fsync, rename over the final path, then write the completion marker."""
+        if self._out is None or self._raw is None:
+            raise StoreError("writer is not open (use it as a context manager)")
+        try:
+            if self._out is not self._raw:
+                self._out.close()
+            self._raw.flush()
+            os.fsync(self._raw.fileno())
+            self._raw.close()
+            marker = _marker_path(self.path)
+            # Remove the old marker first: if we die between the rename and the new marker,
+            # the output reads as incomplete (safe), never as complete with stale content.
+            marker.unlink(missing_ok=True)
+            os.replace(self._tmp, self.path)
+            _fsync_dir(self.path.parent)
+            info = {
+                **self.extra,
+                "rows": self.rows,
+                "sha256": self._hash.hexdigest(),
+                "run_key": self.run_key,
+                "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            }
+            atomic_write_bytes(marker, json.dumps(info, sort_keys=True).encode("ascii") + b"\n")
+        except OSError as exc:
+            raise StoreError(f"cannot finish {self.path}: {exc}") from exc
+        self._committed = True
+        self._out = self._raw = None
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._committed:
+            return
+        for handle in (self._out, self._raw):
+            if handle is not None:
+                with contextlib.suppress(OSError):
+                    handle.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def check_complete(path: str | os.PathLike[str], run_key: str | None = None) -> dict[str, Any]:
+    """Verify that ``path`` is a complete output; return its marker.
+
+    Raises ``IncompleteOutputError`` when the marker is missing or unreadable, when the
+    file's (uncompressed) row count or SHA-256 differ from the marker, or when ``run_key``
+    is given and differs from the marker's.
+    """
+    out = Path(path)
+    marker = _marker_path(out)
+    if not out.exists():
+        raise IncompleteOutputError(f"{out} does not exist")
+    try:
+        info: dict[str, Any] = json.loads(marker.read_text("ascii"))
+    except (OSError, ValueError) as exc:
+        raise IncompleteOutputError(
+            f"{out} has no valid completion marker ({marker.name}): it is partial or stale"
+        ) from exc
+    digest = hashlib.sha256()
+    rows = 0
+    try:
+        with out.open("rb") as raw:
+            stream: IO[bytes] | gzip.GzipFile = raw
+            if raw.peek(2)[:2] == _GZIP_MAGIC:
+                stream = gzip.GzipFile(fileobj=raw, mode="rb")
+            for line in stream:
+                digest.update(line)
+                rows += 1
+    except (OSError, EOFError, zlib.error) as exc:
+        raise IncompleteOutputError(f"{out} cannot be read back: {exc}") from exc
+    if rows != info.get("rows") or digest.hexdigest() != info.get("sha256"):
+        raise IncompleteOutputError(f"{out} does not match its completion marker")
+    if run_key is not None and info.get("run_key") != run_key:
+        raise IncompleteOutputError(f"{out} was written by a different run")
+    return info

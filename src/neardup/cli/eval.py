@@ -1,0 +1,250 @@
+"""``neardup eval pairs|clusters|origin|alignment``: measure quality on labelled data.
+
+* ``eval pairs LABELS --docs DOCS``: labelled pairs -> precision, recall, F1 at the threshold
+  and over a threshold sweep (best F1), ROC AUC and average precision, per method; with
+  ``--by FIELD`` the recall / false-positive rate per group (e.g. per edit type); with
+  ``--plots DIR`` PNG plots of the PR curves and the score distribution per label.
+* ``eval clusters PREDICTED --gold GOLD``: ARI and B-cubed of a predicted clustering (e.g.
+  ``neardup dedup`` output) against gold groups (e.g. ``neardup synth`` docs).
+* ``eval origin`` / ``eval alignment``: hooks into :mod:`neardup.evaluation.origin` and
+  :mod:`neardup.evaluation.alignment` (loaded lazily; a clear error if not installed).
+
+Output: a readable summary, or one JSON object with ``--json``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neardup.errors import ConfigError
+
+__all__ = ["eval_group"]
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Measure quality on labelled data (pairs, clusters, origin, alignment)."""
+
+
+def _emit(result: dict[str, Any], as_json: bool, text: str) -> None:
+    if as_json:
+        click.echo(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        click.echo(text)
+
+
+def _fmt(x: float | None) -> str:
+    return "   -  " if x is None else f"{x:6.3f}"
+
+
+def _pairs_text(results: dict[str, Any], threshold: float | None) -> str:
+    lines = [
+        f"{'method':16} {'thr':>6} {'P':>6} {'R':>6} {'F1':>6} | {'best thr':>8} {'P':>6} "
+        f"{'R':>6} {'F1':>6} | {'AUC':>6} {'AP':>6}"
+    ]
+    for name, r in results.items():
+        at, best = r["at_threshold"], r["best"]
+        lines.append(
+            f"{name:16} {at['threshold']:6.3f} {_fmt(at['precision'])} {_fmt(at['recall'])} "
+            f"{_fmt(at['f1'])} | {best['threshold']:8.3f} {_fmt(best['precision'])} "
+            f"{_fmt(best['recall'])} {_fmt(best['f1'])} | {_fmt(r['roc_auc'])} "
+            f"{_fmt(r['average_precision'])}"
+        )
+    for name, r in results.items():
+        groups = r.get("groups")
+        if not groups:
+            continue
+        lines.append(f"\n{name} per group (at threshold): recall / false-positive rate")
+        for g, v in groups.items():
+            lines.append(
+                f"  {g:28} pairs {v['pairs']:5}  recall {_fmt(v['recall'])}  "
+                f"fpr {_fmt(v['false_positive_rate'])}  mean score {v['mean_score']:.3f}"
+            )
+    return "\n".join(lines)
+
+
+@eval_group.command("pairs")
+@click.argument("labels", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--docs",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON Lines documents with id and text (.gz allowed).",
+)
+@click.option(
+    "--method",
+    "methods",
+    multiple=True,
+    help="Method(s) to score with (repeatable or comma-separated; default: "
+    "every available neardup method). <method>+lcs adds LCS verification.",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=None,
+    help="Decision threshold (default: each method's own default).",
+)
+@click.option("--id-fields", default="id1,id2", show_default=True)
+@click.option("--label-field", default="label", show_default=True)
+@click.option(
+    "--positive",
+    default="duplicate",
+    show_default=True,
+    help="Comma-separated label values that count as positive (besides true/1).",
+)
+@click.option(
+    "--by",
+    "group_field",
+    default=None,
+    help="Also report recall / false-positive rate per value of this pair field.",
+)
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write PNG plots (PR curves, score distributions) here.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def pairs_cmd(
+    labels: Path,
+    docs: Path,
+    methods: tuple[str, ...],
+    threshold: float | None,
+    id_fields: str,
+    label_field: str,
+    positive: str,
+    group_field: str | None,
+    plots_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Precision/recall/F1 of each method on labelled pairs LABELS."""
+    from neardup.evaluation.methods import available_methods, get_method
+    from neardup.evaluation.pairs import evaluate_scores, read_pairs, read_texts, score_labelled
+
+    fields = tuple(f.strip() for f in id_fields.split(","))
+    if len(fields) != 2 or not all(fields):
+        raise ConfigError(f"--id-fields needs two comma-separated names, got {id_fields!r}")
+    names = [n.strip() for m in methods for n in m.split(",") if n.strip()]
+    if not names:
+        names = available_methods(include_lcs=False, include_external=False)
+    chosen = [get_method(n) for n in names]
+    labelled = read_pairs(
+        labels, (fields[0], fields[1]), label_field, {p.strip() for p in positive.split(",")}
+    )
+    texts = read_texts(docs, labelled.ids())
+    groups = labelled.field(group_field) if group_field else None
+    results: dict[str, Any] = {}
+    scores: dict[str, Any] = {}
+    for m in chosen:
+        s = score_labelled(m, labelled, texts)
+        scores[m.name] = s
+        t = m.default_threshold if threshold is None else threshold
+        results[m.name] = evaluate_scores(s, labelled.labels, t, groups)
+    if plots_dir is not None:
+        from neardup.evaluation.plots import plot_pr_curves, plot_score_distributions
+
+        label_names = [str(r.get(label_field)) for r in labelled.records]
+        paths = [
+            plot_pr_curves(scores, labelled.labels, plots_dir / "pr_curves.png"),
+            plot_score_distributions(
+                scores,
+                label_names,
+                plots_dir / "score_distributions.png",
+                thresholds={k: v["at_threshold"]["threshold"] for k, v in results.items()},
+            ),
+        ]
+        click.echo("plots: " + ", ".join(str(p) for p in paths), err=True)
+    _emit({"methods": results}, as_json, _pairs_text(results, threshold))
+
+
+@eval_group.command("clusters")
+@click.argument("predicted", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--gold",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Gold groups: synth docs.jsonl, id+group lines, or 'ids' group lines.",
+)
+@click.option(
+    "--cluster-field",
+    default=None,
+    help="Field of PREDICTED naming the cluster (default: group, cluster, "
+    "duplicate_of, original, canonical).",
+)
+@click.option(
+    "--items",
+    "items_from",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Evaluate over the ids of this JSON Lines file (default: the ids in GOLD).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def clusters_cmd(
+    predicted: Path,
+    gold: Path,
+    cluster_field: str | None,
+    items_from: Path | None,
+    as_json: bool,
+) -> None:
+    """ARI and B-cubed of the clustering PREDICTED against gold groups."""
+    from neardup.evaluation.pairs import evaluate_clusters, read_clustering, read_jsonl
+
+    truth = read_clustering(gold)
+    pred = read_clustering(predicted, cluster_field)
+    items = None
+    if items_from is not None:
+        items = {str(o["id"]) for o in read_jsonl(items_from) if "id" in o}
+    r = evaluate_clusters(truth, pred, items)
+    b = r["bcubed"]
+    _emit(
+        r,
+        as_json,
+        f"items {r['items']}  gold clusters {r['gold_clusters']}  predicted clusters "
+        f"{r['predicted_clusters']}\nARI {r['ari']:.4f}  B-cubed P {b['precision']:.4f} "
+        f"R {b['recall']:.4f} F1 {b['f1']:.4f}",
+    )
+
+
+def _hook(module_name: str, function: str) -> Any:
+    """Load ``neardup.evaluation.<module>.<function>`` or fail with a clear message."""
+    try:
+        module = importlib.import_module(f"neardup.evaluation.{module_name}")
+    except ImportError as exc:
+        raise ConfigError(
+            f"'neardup eval {module_name}' needs neardup.evaluation.{module_name}, "
+            f"which is not available in this installation ({exc})"
+        ) from exc
+    fn = getattr(module, function, None)
+    if not callable(fn):
+        raise ConfigError(f"neardup.evaluation.{module_name} has no {function}()")
+    return fn
+
+
+# HOOK (eval origin): neardup.evaluation.origin.evaluate_origin(predicted, gold) -> dict
+# (DO, TF, ssr of seed 004).  Written by the origin-detection helper.
+@eval_group.command("origin")
+@click.argument("predicted", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--gold", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def origin_cmd(predicted: Path, gold: Path, as_json: bool) -> None:
+    """Origin detection quality (DO, TF, ssr) of PREDICTED against GOLD."""
+    result = _hook("origin", "evaluate_origin")(predicted, gold)
+    _emit(result, as_json, json.dumps(result, indent=2, sort_keys=True, default=str))
+
+
+# HOOK (eval alignment): neardup.evaluation.alignment.evaluate_alignment(predicted, gold)
+# -> dict (character-level precision/recall/F1 of copied passages, PAN format).
+@eval_group.command("alignment")
+@click.argument("predicted", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--gold", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def alignment_cmd(predicted: Path, gold: Path, as_json: bool) -> None:
+    """Character-level alignment quality of PREDICTED passages against GOLD (PAN format)."""
+    result = _hook("alignment", "evaluate_alignment")(predicted, gold)
+    _emit(result, as_json, json.dumps(result, indent=2, sort_keys=True, default=str))

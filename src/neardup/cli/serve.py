@@ -1,0 +1,109 @@
+"""``neardup serve``: the HTTP service (FastAPI on uvicorn); see docs/service.md."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import click
+
+from neardup.service.settings import SETTINGS_ENV, ServiceSettings
+
+__all__ = ["serve"]
+
+
+@click.command()
+@click.option(
+    "--store",
+    default="sqlite:///neardup.db",
+    show_default=True,
+    help="Store URL: sqlite:///PATH (embedded, default) or postgresql://... (several workers).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", default=8000, show_default=True, type=int, help="TCP port (0: any free).")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=int,
+    help="Worker processes (more than 1 needs a PostgreSQL store).",
+)
+@click.option(
+    "--token",
+    default=None,
+    envvar="NEARDUP_TOKEN",
+    help="API token required for writes (or set NEARDUP_TOKEN).",
+)
+@click.option(
+    "--preload",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Ingest the first N real Reuters-21578 articles at start.",
+)
+@click.option("--preload-path", default=None, help="Reuters docs.jsonl.gz (default: shared data).")
+@click.option(
+    "--max-body-bytes",
+    default=ServiceSettings.max_body_bytes,
+    show_default=True,
+    type=int,
+    help="Largest request body accepted (413 above).",
+)
+@click.option(
+    "--log-level",
+    default="warning",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
+def serve(
+    store: str,
+    host: str,
+    port: int,
+    workers: int,
+    token: str | None,
+    preload: int,
+    preload_path: str | None,
+    max_body_bytes: int,
+    log_level: str,
+) -> None:
+    """Serve the JSON API v1, the web page (/) and the OpenAPI docs (/docs)."""
+    import uvicorn
+
+    from neardup.service.backend import open_backend
+    from neardup.service.load import preload as run_preload
+
+    settings = ServiceSettings(
+        store=store,
+        host=host,
+        port=port,
+        workers=workers,
+        token=token,
+        preload=preload,
+        preload_path=preload_path,
+        max_body_bytes=max_body_bytes,
+        log_level=log_level,
+    )
+    if preload:
+        # Once, before the workers start (each worker would otherwise preload the same sample).
+        backend = open_backend(settings)
+        try:
+            count = run_preload(backend, preload, preload_path)
+        finally:
+            backend.close()
+        click.echo(f"neardup serve: preloaded {count} articles into {store}", err=True)
+    worker_settings = dataclasses.replace(settings, preload=0)
+    os.environ[SETTINGS_ENV] = worker_settings.to_env()
+    click.echo(
+        f"neardup serve: http://{host}:{port}/ ({workers} worker(s), store {store.split('@')[-1]})",
+        err=True,
+    )
+    uvicorn.run(
+        "neardup.service.app:create_app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )

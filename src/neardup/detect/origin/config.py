@@ -1,0 +1,168 @@
+"""Parameters of origin detection (seed 004, Abdel Hamid et al., WWW 2009), and memory sizes.
+
+:class:`OriginConfig` names every choice of the paper's three phases (Section 2):
+
+* selection (Section 2.1): ``all``, ``every`` (Every l-th), ``modulo`` (M l), ``winnowing``
+  (W w), ``hashbreak`` (revised hash-breaking Hb p), ``dct`` (Dct p), ``hailstorm`` (Hs), and
+  ``no_overlap=True`` for the "no complete overlap" variants NM l, NW w, NHs;
+* hashing (Section 2.2): a fixed-size bucketed table of ``memory_bytes`` (``None`` = unlimited,
+  the reference mode) with ``bucket_size`` shingles a bucket and ``eviction`` ``random``,
+  ``lru``, ``copycount`` or ``lucky``;
+* estimation (Section 2.3): ``nb``, ``e`` (expansion), ``b`` (bridging, limit ``bridge_limit``
+  T), ``be`` (bridging with expansion).
+
+Defaults are the paper's best configuration, NHs + Lucky + BE with k = 8, 64 shingles a
+bucket, T = 30, y = 7 and the halving limit 11.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from neardup.config import Config, check_choice, check_int
+from neardup.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_SELECTION_PARAMETER",
+    "ESTIMATIONS",
+    "EVICTIONS",
+    "SELECTIONS",
+    "OriginConfig",
+    "parse_memory",
+]
+
+SELECTIONS = ("all", "every", "modulo", "winnowing", "hashbreak", "dct", "hailstorm")
+EVICTIONS = ("random", "lru", "copycount", "lucky")
+ESTIMATIONS = ("nb", "e", "b", "be")
+
+# The parameter value that performed best for each type in the paper (Section 3.4: "NHs,
+# 4th, NW8, NM3, Hb3 and Dct8"); ``all`` and ``hailstorm`` take no parameter.
+DEFAULT_SELECTION_PARAMETER: dict[str, int] = {
+    "every": 4,
+    "modulo": 3,
+    "winnowing": 8,
+    "hashbreak": 3,
+    "dct": 8,
+}
+_NO_OVERLAP_SELECTIONS = ("modulo", "winnowing", "hailstorm")
+_PARAMETER_RANGE = {"every": (1, 1024), "modulo": (1, 1 << 20), "winnowing": (1, 1024)}
+_PARAMETER_RANGE.update({"hashbreak": (1, 1024), "dct": (1, 1024)})
+
+
+@dataclasses.dataclass(frozen=True)
+class OriginConfig(Config):
+    """Every parameter of the origin detector; frozen and validated.
+
+    ``selection_parameter`` is l (every, modulo), w (winnowing) or p (hashbreak, dct); ``None``
+    takes the paper's best value (:data:`DEFAULT_SELECTION_PARAMETER`).  ``memory_bytes`` is
+    the hard budget of the hash table (``None``: unlimited, no eviction).  ``seed`` seeds the
+    token hashes and the eviction random generator (results are deterministic for a seed).
+    """
+
+    SCHEME = "origin"
+
+    shingle_width: int = 8
+    selection: str = "hailstorm"
+    selection_parameter: int | None = None
+    no_overlap: bool = True
+    memory_bytes: int | None = 100_000_000
+    bucket_size: int = 64
+    eviction: str = "lucky"
+    estimation: str = "be"
+    bridge_limit: int = 30
+    lucky_every: int = 7
+    lucky_limit: int = 11
+    copycount_saturated: int = 10
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_int("shingle_width", self.shingle_width, low=1, high=64)
+        check_choice("selection", self.selection, SELECTIONS)
+        check_choice("eviction", self.eviction, EVICTIONS)
+        check_choice("estimation", self.estimation, ESTIMATIONS)
+        if not isinstance(self.no_overlap, bool):
+            raise ConfigError(f"no_overlap must be a bool, got {self.no_overlap!r}")
+        if self.no_overlap and self.selection not in _NO_OVERLAP_SELECTIONS:
+            raise ConfigError(
+                "no_overlap applies to modulo, winnowing and hailstorm only (the paper's NM, NW,"
+                f" NHs); got selection={self.selection!r}"
+            )
+        if self.selection_parameter is not None:
+            if self.selection not in _PARAMETER_RANGE:
+                raise ConfigError(f"selection {self.selection!r} takes no selection_parameter")
+            low, high = _PARAMETER_RANGE[self.selection]
+            check_int("selection_parameter", self.selection_parameter, low=low, high=high)
+        if self.memory_bytes is not None:
+            check_int("memory_bytes", self.memory_bytes, low=1)
+        check_int("bucket_size", self.bucket_size, low=1, high=255)
+        check_int("bridge_limit", self.bridge_limit, low=2, high=255)
+        check_int("lucky_every", self.lucky_every, low=1, high=1 << 20)
+        check_int("lucky_limit", self.lucky_limit, low=1, high=254)
+        check_int("copycount_saturated", self.copycount_saturated, low=1, high=255)
+        check_int("seed", self.seed, low=0, high=(1 << 64) - 1)
+
+    @classmethod
+    def reference(cls, shingle_width: int = 8, seed: int = 0) -> OriginConfig:
+        """The reference mode: All selection, unlimited memory, no estimation (Section 3.1)."""
+        return cls(
+            shingle_width=shingle_width,
+            selection="all",
+            no_overlap=False,
+            memory_bytes=None,
+            eviction="random",
+            estimation="nb",
+            seed=seed,
+        )
+
+    @property
+    def parameter(self) -> int:
+        """The effective selection parameter (l, w or p); 0 for all and hailstorm."""
+        if self.selection_parameter is not None:
+            return self.selection_parameter
+        return DEFAULT_SELECTION_PARAMETER.get(self.selection, 0)
+
+    @property
+    def label(self) -> str:
+        """The paper's short name, e.g. ``NHs+LS+BE`` or ``4th+R+NB``."""
+        names = {"all": "All", "hailstorm": "Hs", "modulo": "M", "winnowing": "W"}
+        names.update({"hashbreak": "Hb", "dct": "Dct"})
+        if self.selection == "every":
+            sel = f"{self.parameter}th"
+        else:
+            sel = names[self.selection] + (str(self.parameter) if self.parameter else "")
+            if self.no_overlap:
+                sel = "N" + sel
+        evict = {"random": "R", "lru": "LRU", "copycount": "CC", "lucky": "LS"}[self.eviction]
+        return f"{sel}+{evict}+{self.estimation.upper()}"
+
+
+_MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "m": 10**6,
+    "mb": 10**6,
+    "g": 10**9,
+    "gb": 10**9,
+    "t": 10**12,
+    "tb": 10**12,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "tib": 1 << 40,
+}
+
+
+def parse_memory(text: str) -> int:
+    """``"100MB"`` -> 100,000,000 bytes.  Units B, KB, MB, GB, TB (powers of 1000) and KiB,
+    MiB, GiB, TiB (powers of 1024), case-insensitive; a bare number is bytes."""
+    match = _MEMORY_RE.match(str(text))
+    if match is None or match.group(2).lower() not in _UNITS:
+        raise ConfigError(f"memory size {text!r} is not like 100MB, 2GiB or 5000000")
+    value = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if value < 1:
+        raise ConfigError(f"memory size {text!r} is less than one byte")
+    return value

@@ -1,0 +1,268 @@
+"""The streaming origin detector (seed 004): documents in time order -> origin reports.
+
+:class:`OriginDetector` runs the paper's three phases on each document in turn (Section 2):
+select fingerprints (:mod:`.select`), hash them into the table (:mod:`.table`, evicting by
+:mod:`.evict`), estimate the origin of every selected fingerprint (:mod:`.estimate`), and for
+lucky eviction feed the estimated copied blocks back into the lucky scores.  Each document
+is the query document for the ones before it and then joins the set S (the paper's
+preprocessing and query steps are the same pass in a stream).
+
+Text: tokens are ``neardup.text.tokenize`` with :data:`TEXT_CONFIG` (lower-cased, NFKC,
+*no* stemming and *no* stop-word removal, numbers kept) so every alphanumeric term counts
+as in the paper ("alphanumeric sequences", Section 3.1), and offsets map every result back
+to the original text.  Token hashes are ``xxh3_64`` with ``config.seed``.
+
+Memory: the table's arrays (fixed, <= ``memory_bytes``) plus the id registry, which keeps
+the id of every document that still has at least one shingle in the table (reference-
+counted; at most one id per table entry and in practice one per recent document), plus,
+when ``reject_repeated_ids`` is on, the set of ids seen (about 100 bytes a document).
+
+Reference mode (``OriginConfig.reference()``): All, unlimited memory, NB: the exact origin
+of every shingle, the ground truth the paper measures against.
+
+Save/reload: :meth:`OriginDetector.save` writes the table, registry, counters and seen ids
+to one ``.npz`` file; :meth:`OriginDetector.load` continues the stream exactly (tested:
+split-and-reload gives the same output as one run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import zipfile
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from neardup.detect.origin.config import OriginConfig
+from neardup.detect.origin.estimate import (
+    ESTIMATION_CODES,
+    dominant_origin,
+    estimate,
+    token_origins,
+)
+from neardup.detect.origin.evict import lucky_bonus
+from neardup.detect.origin.records import OriginReport, Segment
+from neardup.detect.origin.select import Selection, select
+from neardup.detect.origin.table import BucketTable, UnlimitedTable, make_table
+from neardup.errors import ConflictError, InputError, StoreError
+from neardup.shingles import hash_forms
+from neardup.text import TextConfig, Tokens, ensure_text, tokenize
+
+__all__ = ["TEXT_CONFIG", "DocResult", "OriginDetector"]
+
+TEXT_CONFIG = TextConfig(stem=False, drop_stop_words=False, min_token_length=1, numbers="keep")
+_STATE_VERSION = 1
+
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DocResult:
+    """The engine's raw result for one document (ordinals, not ids; no text needed)."""
+
+    ordinal: int
+    id: str
+    n_tokens: int
+    selection: Selection
+    origins: I64  # estimated origin ordinal of each selected fingerprint
+    token_origin: I64  # per token: origin ordinal of a copied cover, or -1 (fresh)
+    dominant: int | None
+    most_copied: int
+    names: dict[int, str]  # ordinal -> id for every origin in ``origins``
+    found: npt.NDArray[np.bool_]  # which selected fingerprints were found in the table
+
+    @property
+    def fresh_tokens(self) -> int:
+        """Tokens covered by no copied fingerprint."""
+        return int(np.count_nonzero(self.token_origin < 0))
+
+    def name(self, ordinal: int | None) -> str | None:
+        """The id of an origin ordinal."""
+        return None if ordinal is None else self.names[ordinal]
+
+
+class OriginDetector:
+    """Streaming origin detection over time-ordered documents in a fixed memory budget."""
+
+    def __init__(
+        self, config: OriginConfig | None = None, *, reject_repeated_ids: bool = True
+    ) -> None:
+        self.config = config or OriginConfig()
+        self.table: BucketTable | UnlimitedTable = make_table(self.config)
+        self._method = ESTIMATION_CODES[self.config.estimation]
+        self._lucky = self.config.eviction == "lucky" and self.config.memory_bytes is not None
+        self._next = 0
+        self._registry: dict[int, list[Any]] = {}  # ordinal -> [id, stored entries]
+        self._seen: set[str] | None = set() if reject_repeated_ids else None
+        self.last_date: str | None = None  # kept for callers that enforce date order
+
+    @property
+    def documents_processed(self) -> int:
+        """How many documents the stream has seen."""
+        return self._next
+
+    @property
+    def registry_size(self) -> int:
+        """Ids held because their documents still have shingles in the table."""
+        return len(self._registry)
+
+    def tokenize(self, text: str) -> Tokens:
+        """The tokens origin detection works on (:data:`TEXT_CONFIG`)."""
+        return tokenize(ensure_text(text), TEXT_CONFIG)
+
+    def process(self, doc_id: str, text: str) -> OriginReport:
+        """Process the next document of the stream and report the origins of its text."""
+        tokens = self.tokenize(text)
+        hashes = hash_forms(tokens.forms, self.config.seed)
+        return self.report(self.process_hashes(doc_id, hashes), tokens)
+
+    def process_many(self, docs: Iterable[tuple[str, str]]) -> list[OriginReport]:
+        """:meth:`process` over ``(id, text)`` pairs in order."""
+        return [self.process(doc_id, text) for doc_id, text in docs]
+
+    def process_hashes(self, doc_id: str, token_hashes: U64) -> DocResult:
+        """Process a document given its token hashes (the evaluation's fast path)."""
+        if not isinstance(doc_id, str) or not doc_id:
+            raise InputError(f"document id must be a non-empty string, got {doc_id!r}")
+        if self._seen is not None:
+            if doc_id in self._seen:
+                raise ConflictError(f"document id {doc_id!r} was already processed")
+            self._seen.add(doc_id)
+        own = self._next
+        self._next += 1
+        th = np.ascontiguousarray(token_hashes, dtype=np.uint64)
+        sel = select(th, self.config)
+        fps = sel.fingerprints
+        hits, evicted = self.table.probe(fps, own)
+        est = estimate(
+            own, fps, hits.found, hits.origin, hits.offset, hits.prev, hits.next,
+            self._method, self.config.bridge_limit,
+        )  # fmt: skip
+        if self._lucky:
+            self.table.add_scores(fps, lucky_bonus(est, own, self.config.lucky_every))
+        names = {own: doc_id}
+        for o in set(est[hits.found | (est != own)].tolist()):
+            if o != own:
+                names[o] = self._registry[o][0]
+        self._account(own, doc_id, int(fps.shape[0] - np.count_nonzero(hits.found)), evicted)
+        tok = token_origins(th.shape[0], sel.starts, sel.ends, est, own)
+        dom, most = dominant_origin(est, own)
+        return DocResult(own, doc_id, int(th.shape[0]), sel, est, tok, dom, most, names, hits.found)
+
+    def _account(self, own: int, doc_id: str, inserted: int, evicted: I64) -> None:
+        """Reference counts of stored entries per origin, so ids of evicted docs are freed."""
+        if inserted:
+            self._registry[own] = [doc_id, inserted]
+        if evicted.shape[0]:
+            for o, c in Counter(evicted.tolist()).items():
+                entry = self._registry.get(o)
+                if entry is None:
+                    continue
+                entry[1] -= c
+                if entry[1] <= 0:
+                    del self._registry[o]
+
+    def report(self, result: DocResult, tokens: Tokens) -> OriginReport:
+        """Turn a :class:`DocResult` into an :class:`OriginReport` with character spans."""
+        tok = result.token_origin
+        n = tok.shape[0]
+        if n != len(tokens):
+            raise InputError("tokens do not belong to this result")
+        segments: list[Segment] = []
+        if n:
+            cuts = np.flatnonzero(np.diff(tok)) + 1
+            bounds = [0, *cuts.tolist(), n]
+            starts = tokens.starts
+            ends = tokens.ends
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                o = int(tok[a])
+                origin = result.names[o] if o >= 0 else result.id
+                segments.append(Segment(starts[a], ends[b - 1], origin, o >= 0))
+        fresh = result.fresh_tokens
+        sel = result.selection
+        shingle_origins = tuple(
+            (s, e, result.names[o])
+            for s, e, o in zip(
+                sel.starts.tolist(), sel.ends.tolist(), result.origins.tolist(), strict=True
+            )
+        )
+        return OriginReport(
+            id=result.id,
+            tokens=n,
+            fresh_tokens=fresh,
+            copied_fraction=(n - fresh) / n if n else 0.0,
+            dominant_origin=result.name(result.dominant),
+            most_copied_origin=result.names[result.most_copied],
+            segments=tuple(segments),
+            selected_shingles=len(sel),
+            total_shingles=sel.total_shingles,
+            shingle_origins=shingle_origins,
+        )
+
+    # --- persistence -------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the whole state to ``path`` (an ``.npz`` file), atomically."""
+        target = Path(path)
+        meta = {
+            "version": _STATE_VERSION,
+            "config": self.config.to_dict(),
+            "next": self._next,
+            "last_date": self.last_date,
+            "reject_repeated_ids": self._seen is not None,
+        }
+        reg_ord = np.fromiter(self._registry.keys(), dtype=np.int64, count=len(self._registry))
+        reg_cnt = np.array([v[1] for v in self._registry.values()], dtype=np.int64)
+        reg_ids = json.dumps([v[0] for v in self._registry.values()])
+        seen = json.dumps(sorted(self._seen) if self._seen is not None else [])
+        arrays = {f"table_{k}": v for k, v in self.table.arrays().items()}
+        tmp = target.with_name(target.name + ".tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez(
+                    fh, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                    registry_ordinals=reg_ord, registry_counts=reg_cnt,
+                    registry_ids=np.frombuffer(reg_ids.encode(), dtype=np.uint8),
+                    seen=np.frombuffer(seen.encode(), dtype=np.uint8), **arrays,
+                )  # fmt: skip
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise StoreError(f"cannot write origin state {target}: {exc}") from exc
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> OriginDetector:
+        """Restore a detector saved by :meth:`save`; the stream continues where it stopped."""
+        try:
+            with np.load(Path(path), allow_pickle=False) as data:
+                files = {k: data[k] for k in data.files}
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            raise StoreError(f"cannot read origin state {path}: {exc}") from exc
+        try:
+            meta = json.loads(files["meta"].tobytes())
+            if meta.get("version") != _STATE_VERSION:
+                raise StoreError(f"origin state {path} has unknown version {meta.get('version')}")
+            config = OriginConfig(**meta["config"])
+            ids = json.loads(files["registry_ids"].tobytes())
+            seen = json.loads(files["seen"].tobytes())
+            ordinals = files["registry_ordinals"].tolist()
+            counts = files["registry_counts"].tolist()
+        except (KeyError, ValueError, TypeError) as exc:
+            raise StoreError(f"origin state {path} is malformed: {exc}") from exc
+        self = cls(config, reject_repeated_ids=bool(meta["reject_repeated_ids"]))
+        table_arrays = {k[6:]: v for k, v in files.items() if k.startswith("table_")}
+        self.table = make_table(config, table_arrays)
+        self._next = int(meta["next"])
+        self.last_date = meta.get("last_date")
+        self._registry = {
+            int(o): [str(i), int(c)] for o, i, c in zip(ordinals, ids, counts, strict=True)
+        }
+        if self._seen is not None:
+            self._seen = set(seen)
+        return self

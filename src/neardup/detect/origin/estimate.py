@@ -1,0 +1,172 @@
+"""Estimation phase (seed 004, Section 2.3) and the per-token and per-document outputs.
+
+Given what the table returned for a document's selected fingerprints, :func:`estimate` gives
+an origin (a stream ordinal) to *every* selected fingerprint; the current document's own
+ordinal means "new".  Four methods, as the paper defines them:
+
+* **NB** (no bridging): the stored origin where found, the document itself otherwise.
+* **E** (expansion): a found fingerprint s also labels its immediate selected neighbour s'
+  in D with s's origin when s' was not found and the first byte of s' equals the neighbour
+  byte stored with s (the preceding byte for the left neighbour, the succeeding byte for the
+  right one).  So up to two extra fingerprints per hit.
+* **B** (bridging, limit T = 30): for found s before s' with (b) the same stored origin and
+  (c) ``offset(s') - offset(s)`` in D equal to the difference of their stored offsets (mod
+  256, the stored width) and smaller than T, where (d) s' is the first such partner after s,
+  every selected fingerprint strictly between them that was not found is labelled with that
+  origin.  The end of one bridge may start the next.  O(m T) for m selected fingerprints.
+* **BE**: bridging that also requires (e) the first byte of the fingerprint after s in D to
+  equal s's stored succeeding byte and (f) the first byte of the one before s' to equal s''s
+  stored preceding byte; then expansion.  Bridges are applied first; expansion only labels
+  fingerprints still unlabelled (the paper notes the two never contradict).
+
+Found fingerprints keep their stored origin; only missing ones are guessed, as the paper
+says ("guess the origin of selected shingles that were not found").  Found fingerprints whose
+stored origin is the document itself (a shingle repeated inside D) neither bridge nor expand.
+
+Outputs (Sections 2 and 3.2): a token is *old* iff a selected fingerprint covering it has an
+origin other than the document, else *fresh*; each old token takes the origin of the
+left-most such fingerprint (copied segments are maximal runs of old tokens with one origin).
+The *most copied origin* is the origin of the most selected fingerprints; it is the
+*dominant origin* when its count is at least 10 % larger than any other origin's count.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "BRIDGING",
+    "BRIDGING_EXPANSION",
+    "ESTIMATION_CODES",
+    "EXPANSION",
+    "NO_BRIDGING",
+    "dominant_origin",
+    "estimate",
+    "token_origins",
+]
+
+NO_BRIDGING = 0
+EXPANSION = 1
+BRIDGING = 2
+BRIDGING_EXPANSION = 3
+ESTIMATION_CODES = {"nb": NO_BRIDGING, "e": EXPANSION, "b": BRIDGING, "be": BRIDGING_EXPANSION}
+
+I64 = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
+U64 = npt.NDArray[np.uint64]
+BOOL = npt.NDArray[np.bool_]
+
+
+@numba.njit(cache=True)
+def estimate(
+    own: int,
+    fps: U64,
+    found: BOOL,
+    origin: I64,
+    offset: U8,
+    prev: U8,
+    nxt: U8,
+    method: int,
+    limit: int,
+) -> I64:  # pragma: no cover - numba
+    """Origin ordinal of every selected fingerprint (``own`` = new); see the module doc."""
+    m = fps.shape[0]
+    est = np.empty(m, dtype=np.int64)
+    labelled = np.empty(m, dtype=np.bool_)
+    first = np.empty(m, dtype=np.uint8)
+    for j in range(m):
+        est[j] = origin[j] if found[j] else own
+        labelled[j] = found[j]
+        first[j] = np.uint8(fps[j] >> np.uint64(56))
+    if method == BRIDGING or method == BRIDGING_EXPANSION:
+        bridged = np.zeros(m, dtype=np.bool_)
+        for j in range(m):
+            if not found[j] or origin[j] == own:
+                continue
+            stop = min(m, j + limit)
+            for t in range(j + 1, stop):
+                if not found[t] or origin[t] != origin[j]:
+                    continue
+                if ((t - j) & 255) != ((int(offset[t]) - int(offset[j])) & 255):
+                    continue
+                # t is the first partner of j, condition (d)
+                ok = True
+                if method == BRIDGING_EXPANSION and t > j + 1:
+                    ok = first[j + 1] == nxt[j] and first[t - 1] == prev[t]
+                if ok:
+                    for i in range(j + 1, t):
+                        if not labelled[i] and not bridged[i]:
+                            est[i] = origin[j]
+                            bridged[i] = True
+                break
+        for j in range(m):
+            labelled[j] = labelled[j] or bridged[j]
+    if method == EXPANSION or method == BRIDGING_EXPANSION:
+        for j in range(m):
+            if not found[j] or origin[j] == own:
+                continue
+            if j > 0 and not labelled[j - 1] and first[j - 1] == prev[j]:
+                est[j - 1] = origin[j]
+                labelled[j - 1] = True
+            if j + 1 < m and not labelled[j + 1] and first[j + 1] == nxt[j]:
+                est[j + 1] = origin[j]
+                labelled[j + 1] = True
+    return est
+
+
+@numba.njit(cache=True)
+def token_origins(n_tokens: int, starts: I64, ends: I64, est: I64, own: int) -> I64:
+    """Per token: the origin of the left-most covering copied fingerprint, or -1 (fresh)."""  # noqa: D401
+    out = np.full(n_tokens, -1, dtype=np.int64)
+    for j in range(est.shape[0]):
+        if est[j] == own:
+            continue
+        for t in range(starts[j], ends[j]):
+            if out[t] < 0:
+                out[t] = est[j]
+    return out
+
+
+@numba.njit(cache=True)
+def _top_two(est: I64, own: int) -> tuple[int, int, int, int]:  # pragma: no cover - numba
+    """(most copied origin, its count, runner-up count, number of origins) of ``est``."""
+    values = np.sort(est)
+    best = -1
+    best_count = 0
+    second = 0
+    distinct = 0
+    i = 0
+    m = values.shape[0]
+    while i < m:
+        r = i
+        while r + 1 < m and values[r + 1] == values[i]:
+            r += 1
+        count = r - i + 1
+        distinct += 1
+        v = values[i]
+        # ties: the document itself first, then the earliest origin (values ascend)
+        if count > best_count or (count == best_count and v == own):
+            second = best_count
+            best = v
+            best_count = count
+        elif count > second:
+            second = count
+        i = r + 1
+    return best, best_count, second, distinct
+
+
+def dominant_origin(est: I64, own: int) -> tuple[int | None, int]:
+    """``(dominant, most_copied)`` origin ordinals of a document (the paper's 10 % rule).
+
+    ``dominant`` is ``None`` when the most copied origin is not at least 10 % ahead of every
+    other origin.  ``most_copied`` breaks ties in favour of the document itself, then the
+    earliest origin.  A document with no selected fingerprint is its own dominant origin.
+    """
+    if est.shape[0] == 0:
+        return own, own
+    best, best_count, second, distinct = _top_two(est, own)
+    if distinct == 1 or 10 * best_count >= 11 * second:
+        return int(best), int(best)
+    return None, int(best)

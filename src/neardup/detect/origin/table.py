@@ -1,0 +1,381 @@
+"""The hashing phase (seed 004, Section 2.2): a fixed-size bucketed table of shingle facts.
+
+:class:`BucketTable` holds at most ``memory_bytes`` bytes, never more: the budget is divided
+into buckets of ``bucket_size`` (64) entries plus one fill byte each, and the arrays are
+allocated once.  Each entry stores, packed in parallel numpy arrays (structure of arrays):
+
+======================  =====  ==========================================================
+field                   bytes  paper, Section 2.2
+======================  =====  ==========================================================
+fingerprint remainder     6    (1) the 48 low bits; the bucket index comes from the high
+                               32 bits (Lemire's multiply-shift), so >= 14 bits of a
+                               >= 2^14-bucket table are implied, as in the paper
+origin                    8    (2) the stream ordinal of the first document holding it
+offset                    1    (3) number of shingles selected before it, mod 256 (B, BE)
+neighbour bytes           2    (4) first byte of the preceding / succeeding selected
+                               fingerprint in the origin (E, BE)
+eviction byte             1    (5) copy count or lucky score (CC, LS)
+======================  =====  ==========================================================
+
+so 14 to 18 bytes an entry (exactly the paper's range) plus 1 byte a bucket.
+
+A probe of a selected fingerprint either finds it (its stored facts are returned and its
+eviction data updated) or inserts it with the current document as origin, evicting one entry
+when the bucket is full (:mod:`.evict`).  :class:`UnlimitedTable` is the reference mode's
+table: a dict that never evicts (memory grows with the stream).
+
+Guarantees: deterministic for a seed; the table's bytes never exceed ``memory_bytes``
+(tested); a probe is O(bucket_size).  Fingerprint equality is decided on 48 stored bits +
+the bucket bits, so two different shingles collide with probability about
+bucket_size / 2^(48 + log2 buckets) per probe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+from neardup.detect.origin.config import OriginConfig
+from neardup.detect.origin.evict import (
+    COPYCOUNT,
+    LRU,
+    LUCKY,
+    POLICY_CODES,
+    choose_victim,
+    halve_if_needed,
+)
+from neardup.errors import CapacityError, StoreError
+
+__all__ = ["BucketTable", "Hits", "UnlimitedTable", "entry_bytes", "make_table"]
+
+U8 = npt.NDArray[np.uint8]
+U16 = npt.NDArray[np.uint16]
+U32 = npt.NDArray[np.uint32]
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
+
+_FIELDS = ("tag_hi", "tag_lo", "origin", "offset", "prev", "next", "score", "fill", "rng")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Hits:
+    """What the table returned for a document's selected fingerprints (one row each)."""
+
+    found: BOOL
+    origin: I64  # stored origin ordinal where found, else the current document
+    offset: U8
+    prev: U8
+    next: U8
+
+
+def entry_bytes(config: OriginConfig) -> int:
+    """Bytes per stored shingle for this configuration: 14 + offset + neighbours + eviction."""
+    size = 6 + 8
+    if config.estimation in ("b", "be"):
+        size += 1
+    if config.estimation in ("e", "be"):
+        size += 2
+    if config.eviction in ("copycount", "lucky"):
+        size += 1
+    return size
+
+
+def _neighbour_bytes(fps: U64) -> tuple[U8, U8]:
+    first = (fps >> np.uint64(56)).astype(np.uint8)
+    prev = np.zeros_like(first)
+    nxt = np.zeros_like(first)
+    prev[1:] = first[:-1]
+    nxt[:-1] = first[1:]
+    return prev, nxt
+
+
+@numba.njit(cache=True)
+def _find(
+    fp: np.uint64, nbuckets: int, bsize: int, tag_hi: U16, tag_lo: U32, fill: U8
+) -> tuple[int, int, int]:  # pragma: no cover - numba
+    b = np.int64(((fp >> np.uint64(32)) * np.uint64(nbuckets)) >> np.uint64(32))
+    hi = np.uint16((fp >> np.uint64(32)) & np.uint64(0xFFFF))
+    lo = np.uint32(fp & np.uint64(0xFFFFFFFF))
+    base = b * np.int64(bsize)
+    n = np.int64(fill[b])
+    for i in range(n):
+        if tag_lo[base + i] == lo and tag_hi[base + i] == hi:
+            return b, base, np.int64(i)
+    return b, base, np.int64(-1)
+
+
+@numba.njit(cache=True)
+def _move(src: int, dst: int, tag_hi: U16, tag_lo: U32, origin: I64, offset: U8, prev: U8,
+          nxt: U8, score: U8) -> None:  # pragma: no cover - numba
+    tag_hi[dst] = tag_hi[src]
+    tag_lo[dst] = tag_lo[src]
+    origin[dst] = origin[src]
+    if offset.shape[0] > 0:
+        offset[dst] = offset[src]
+    if prev.shape[0] > 0:
+        prev[dst] = prev[src]
+        nxt[dst] = nxt[src]
+    if score.shape[0] > 0:
+        score[dst] = score[src]
+
+
+@numba.njit(cache=True)
+def _probe_insert(
+    fps: U64, own: int, nbuckets: int, bsize: int,
+    tag_hi: U16, tag_lo: U32, origin: I64, offset: U8, prev: U8, nxt: U8, score: U8,
+    fill: U8, rng: U64, policy: int, saturated: int, limit: int,
+    found: BOOL, f_origin: I64, f_offset: U8, f_prev: U8, f_next: U8, evicted: I64,
+) -> int:  # pragma: no cover - numba
+    """Probe every fingerprint in order, inserting misses; returns the number evicted."""
+    m = fps.shape[0]
+    has_off = offset.shape[0] > 0
+    has_nb = prev.shape[0] > 0
+    has_score = score.shape[0] > 0
+    nev = 0
+    for j in range(m):
+        fp = fps[j]
+        b, base, slot = _find(fp, nbuckets, bsize, tag_hi, tag_lo, fill)
+        n = np.int64(fill[b])
+        if slot >= 0:
+            e = base + slot
+            found[j] = True
+            f_origin[j] = origin[e]
+            if has_off:
+                f_offset[j] = offset[e]
+            if has_nb:
+                f_prev[j] = prev[e]
+                f_next[j] = nxt[e]
+            if policy == LRU:
+                # move to the end of the queue
+                hi_ = tag_hi[e]
+                lo_ = tag_lo[e]
+                or_ = origin[e]
+                of_ = offset[e] if has_off else np.uint8(0)
+                pv_ = prev[e] if has_nb else np.uint8(0)
+                nx_ = nxt[e] if has_nb else np.uint8(0)
+                for i in range(slot, n - 1):
+                    _move(base + i + 1, base + i, tag_hi, tag_lo, origin, offset, prev, nxt, score)
+                last = base + n - 1
+                tag_hi[last] = hi_
+                tag_lo[last] = lo_
+                origin[last] = or_
+                if has_off:
+                    offset[last] = of_
+                if has_nb:
+                    prev[last] = pv_
+                    nxt[last] = nx_
+            elif has_score:
+                if score[e] < 255:
+                    score[e] += np.uint8(1)
+                if policy == LUCKY or score[e] == 255:
+                    halve_if_needed(policy, base, n, score, saturated, limit)
+            continue
+        if n < bsize:
+            e = base + n
+            fill[b] = np.uint8(n + 1)
+        else:
+            victim = choose_victim(policy, base, n, score, rng)
+            evicted[nev] = origin[base + victim]
+            nev += 1
+            if policy == LRU:
+                for i in range(victim, n - 1):
+                    _move(base + i + 1, base + i, tag_hi, tag_lo, origin, offset, prev, nxt, score)
+                e = base + n - 1
+            else:
+                e = base + victim
+        tag_hi[e] = np.uint16((fp >> np.uint64(32)) & np.uint64(0xFFFF))
+        tag_lo[e] = np.uint32(fp & np.uint64(0xFFFFFFFF))
+        origin[e] = own
+        if has_off:
+            offset[e] = np.uint8(j & 255)
+        if has_nb:
+            prev[e] = np.uint8(fps[j - 1] >> np.uint64(56)) if j > 0 else np.uint8(0)
+            nxt[e] = np.uint8(fps[j + 1] >> np.uint64(56)) if j + 1 < m else np.uint8(0)
+        if has_score:
+            score[e] = np.uint8(1)
+    return nev
+
+
+@numba.njit(cache=True)
+def _add_scores(
+    fps: U64, bonus: I64, nbuckets: int, bsize: int, tag_hi: U16, tag_lo: U32, score: U8,
+    fill: U8, limit: int,
+) -> None:  # pragma: no cover - numba
+    """Lucky rules (b)-(e): add ``bonus[j]`` to fingerprint j's score if it is still stored."""
+    for j in range(fps.shape[0]):
+        if bonus[j] <= 0:
+            continue
+        b, base, slot = _find(fps[j], nbuckets, bsize, tag_hi, tag_lo, fill)
+        if slot < 0:
+            continue
+        e = base + slot
+        score[e] = np.uint8(min(255, int(score[e]) + int(bonus[j])))
+        halve_if_needed(LUCKY, base, np.int64(fill[b]), score, 0, limit)
+
+
+class BucketTable:
+    """The paper's fixed-size bucketed hash table; its arrays never exceed ``memory_bytes``."""
+
+    def __init__(self, config: OriginConfig, arrays: dict[str, Any] | None = None) -> None:
+        if config.memory_bytes is None:
+            raise CapacityError("BucketTable needs memory_bytes; use UnlimitedTable for None")
+        self.config = config
+        self.bucket_size = config.bucket_size
+        self.entry_bytes = entry_bytes(config)
+        self.bucket_bytes = self.bucket_size * self.entry_bytes + 1
+        self.nbuckets = config.memory_bytes // self.bucket_bytes
+        if self.nbuckets < 1:
+            raise CapacityError(
+                f"memory {config.memory_bytes} B is too small for one bucket of"
+                f" {self.bucket_size} x {self.entry_bytes} B + 1 B = {self.bucket_bytes} B"
+            )
+        if self.nbuckets >= 1 << 32:
+            raise CapacityError("memory too large: at most 2^32 - 1 buckets")
+        self._policy = POLICY_CODES[config.eviction]
+        n = self.nbuckets * self.bucket_size
+        has_off = config.estimation in ("b", "be")
+        has_nb = config.estimation in ("e", "be")
+        has_score = config.eviction in ("copycount", "lucky")
+        if arrays is None:
+            self.tag_hi = np.zeros(n, dtype=np.uint16)
+            self.tag_lo = np.zeros(n, dtype=np.uint32)
+            self.origin = np.zeros(n, dtype=np.int64)
+            self.offset = np.zeros(n if has_off else 0, dtype=np.uint8)
+            self.prev = np.zeros(n if has_nb else 0, dtype=np.uint8)
+            self.next = np.zeros(n if has_nb else 0, dtype=np.uint8)
+            self.score = np.zeros(n if has_score else 0, dtype=np.uint8)
+            self.fill = np.zeros(self.nbuckets, dtype=np.uint8)
+            seed = np.uint64(config.seed) ^ np.uint64(0x9E3779B97F4A7C15)
+            self.rng = np.array([seed if seed else np.uint64(1)], dtype=np.uint64)
+        else:
+            self._restore(arrays, n, has_off, has_nb, has_score)
+
+    def _restore(self, arrays: dict[str, Any], n: int, off: bool, nb: bool, sc: bool) -> None:
+        expected = {
+            "tag_hi": (np.uint16, n), "tag_lo": (np.uint32, n), "origin": (np.int64, n),
+            "offset": (np.uint8, n if off else 0), "prev": (np.uint8, n if nb else 0),
+            "next": (np.uint8, n if nb else 0), "score": (np.uint8, n if sc else 0),
+            "fill": (np.uint8, self.nbuckets), "rng": (np.uint64, 1),
+        }  # fmt: skip
+        for name, (dtype, size) in expected.items():
+            value = arrays.get(name)
+            if not isinstance(value, np.ndarray) or value.dtype != dtype or value.shape != (size,):
+                raise StoreError(f"saved origin table field {name!r} is missing or malformed")
+            setattr(self, name, np.array(value))
+
+    @property
+    def capacity(self) -> int:
+        """Number of shingles the table can hold."""
+        return self.nbuckets * self.bucket_size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the table's arrays (<= ``memory_bytes``; the 8-byte RNG state aside)."""
+        return sum(int(getattr(self, f).nbytes) for f in _FIELDS if f != "rng")
+
+    @property
+    def stored(self) -> int:
+        """Number of shingles currently stored."""
+        return int(self.fill.sum(dtype=np.int64))
+
+    def probe(self, fps: U64, own: int) -> tuple[Hits, I64]:
+        """Look up / insert each fingerprint in order; returns hits and evicted origins."""
+        m = fps.shape[0]
+        found = np.zeros(m, dtype=np.bool_)
+        origin = np.full(m, own, dtype=np.int64)
+        off = np.zeros(m, dtype=np.uint8)
+        prev = np.zeros(m, dtype=np.uint8)
+        nxt = np.zeros(m, dtype=np.uint8)
+        evicted = np.empty(m, dtype=np.int64)
+        cfg = self.config
+        nev = _probe_insert(
+            fps, own, self.nbuckets, self.bucket_size, self.tag_hi, self.tag_lo, self.origin,
+            self.offset, self.prev, self.next, self.score, self.fill, self.rng, self._policy,
+            cfg.copycount_saturated, cfg.lucky_limit, found, origin, off, prev, nxt, evicted,
+        )  # fmt: skip
+        return Hits(found, origin, off, prev, nxt), evicted[:nev]
+
+    def add_scores(self, fps: U64, bonus: I64) -> None:
+        """Apply lucky increments to the fingerprints still stored."""
+        _add_scores(
+            fps, bonus, self.nbuckets, self.bucket_size, self.tag_hi, self.tag_lo, self.score,
+            self.fill, self.config.lucky_limit,
+        )  # fmt: skip
+
+    def arrays(self) -> dict[str, np.ndarray[Any, Any]]:
+        """The table's arrays, for saving."""
+        return {f: getattr(self, f) for f in _FIELDS}
+
+
+class UnlimitedTable:
+    """Reference-mode table: every fingerprint kept forever (a dict; memory grows)."""
+
+    def __init__(self, config: OriginConfig, arrays: dict[str, Any] | None = None) -> None:
+        self.config = config
+        self._facts: dict[int, tuple[int, int, int, int]] = {}
+        if arrays is not None:
+            keys = arrays.get("keys")
+            facts = arrays.get("facts")
+            if (
+                not isinstance(keys, np.ndarray)
+                or not isinstance(facts, np.ndarray)
+                or facts.shape != (keys.shape[0], 4)
+            ):
+                raise StoreError("saved unlimited origin table is malformed")
+            self._facts = {
+                int(k): (int(f[0]), int(f[1]), int(f[2]), int(f[3]))
+                for k, f in zip(keys.tolist(), facts.tolist(), strict=True)
+            }
+
+    capacity = property(lambda self: len(self._facts))
+    stored = property(lambda self: len(self._facts))
+
+    @property
+    def nbytes(self) -> int:
+        """Rough bytes of the dict (grows with the stream)."""
+        return len(self._facts) * 200
+
+    def probe(self, fps: U64, own: int) -> tuple[Hits, I64]:
+        """Look up / insert each fingerprint in order (never evicts)."""
+        m = fps.shape[0]
+        found = np.zeros(m, dtype=np.bool_)
+        origin = np.full(m, own, dtype=np.int64)
+        off = np.zeros(m, dtype=np.uint8)
+        prev_b, next_b = _neighbour_bytes(fps)
+        prev = np.zeros(m, dtype=np.uint8)
+        nxt = np.zeros(m, dtype=np.uint8)
+        facts = self._facts
+        get = facts.get
+        pb = prev_b.tolist()
+        nb = next_b.tolist()
+        for j, fp in enumerate(fps.tolist()):
+            hit = get(fp)
+            if hit is None:
+                facts[fp] = (own, j & 255, pb[j], nb[j])
+            else:
+                found[j] = True
+                origin[j], off[j], prev[j], nxt[j] = hit
+        return Hits(found, origin, off, prev, nxt), np.empty(0, dtype=np.int64)
+
+    def add_scores(self, fps: U64, bonus: I64) -> None:
+        """No eviction, so scores are not kept."""
+
+    def arrays(self) -> dict[str, np.ndarray[Any, Any]]:
+        """The dict as two arrays, for saving."""
+        keys = np.fromiter(self._facts.keys(), dtype=np.uint64, count=len(self._facts))
+        facts = np.array(list(self._facts.values()), dtype=np.int64).reshape(-1, 4)
+        return {"keys": keys, "facts": facts}
+
+
+def make_table(
+    config: OriginConfig, arrays: dict[str, Any] | None = None
+) -> BucketTable | UnlimitedTable:
+    """The table for ``config``: bucketed with a byte budget, or unlimited when it is None."""
+    if config.memory_bytes is None:
+        return UnlimitedTable(config, arrays)
+    return BucketTable(config, arrays)

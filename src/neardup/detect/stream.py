@@ -1,0 +1,769 @@
+"""The news stream: ingest-time dedup, similar news and breaking events over a store.
+
+Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's thresholds):
+
+1. **Sign**: a 64-bit SimHash (:func:`neardup.sketch.simhash.sign_simhash`) and the exact set
+   of word 4-shingles (:func:`neardup.sketch.shingleset.sign_shingles`).
+2. **Candidates**: every stored canonical article whose SimHash is within
+   ``similar_max_distance`` bits (exact block-split :class:`~neardup.index.hamming.HammingIndex`),
+   optionally restricted to articles dated within ``window_seconds`` of the new one.
+3. **Verify** (``verify="shingles"``, default): exact Jaccard and containment of the shingle
+   sets.  A candidate is a *duplicate* when ``jaccard >= duplicate_min_jaccard`` or
+   ``containment >= duplicate_min_containment`` (containment of the smaller set in the larger
+   one, which catches truncated copies); otherwise *similar*.  With ``verify="lcs"`` a
+   duplicate must also share a longest common substring of at least ``lcs_min_ratio`` of the
+   shorter text (:func:`neardup.similarity.longest_common_substring`).  With ``verify="none"``
+   the seed's raw rule applies: distance <= ``duplicate_max_distance`` is a duplicate, larger
+   distances are similar.  The thresholds were chosen by measurement (``docs/stream.md``).
+4. **Decide**: ``duplicate`` (pointing at the original of the best duplicate match's group),
+   ``similar`` (the non-duplicate matches ranked by score), or ``new``.
+5. **Events**: :class:`~neardup.detect.events.EventDetector`.
+
+Originals: the original of a duplicate group is its earliest article by ``date`` (undated
+after dated), ties broken by id.  When an article arrives that duplicates a stored group but
+is *earlier* than its original, it takes over: its decision is ``new`` with ``took_over``
+listing the previous original and its duplicates, which from then on point at it in the store
+(the store's ``original`` column is always current; the decision records what was decided at
+ingest).  Duplicates are recorded (with their text and signatures) but, by default, not
+indexed as canonical stories (``index_duplicates=False``), so later articles match the group
+through its original.
+
+Idempotence: re-ingesting an id with the same text returns the stored decision unchanged
+(``replayed=True``) and changes nothing; different text under a known id raises
+:class:`~neardup.errors.ConflictError`.
+
+Guarantees: decisions are deterministic for a given ingest order (the index is exact; every
+tie is broken by id).  Durability and multi-process consistency come from the store: each
+batch is decided inside :meth:`Store.write` after replaying the store's log, so processes
+sharing a store decide as one would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from neardup.config import Config, check_choice, check_int, check_range
+from neardup.detect.events import EventConfig, EventDetector, EventReport, build_report
+from neardup.errors import (
+    ConfigError,
+    ConflictError,
+    InputError,
+    InputTooLargeError,
+    InputTypeError,
+    NearDupError,
+    NotFoundError,
+    SchemeMismatchError,
+    StoreError,
+)
+from neardup.index.hamming import HammingIndex
+from neardup.records import Article
+from neardup.similarity import longest_common_substring
+from neardup.sketch.base import Signature
+from neardup.sketch.shingleset import ShingleSetConfig, sign_shingles
+from neardup.sketch.simhash import SimHashConfig, sign_simhash
+from neardup.store import ArticleRow, EventRow, LogEntry, Store
+
+__all__ = [
+    "STATUSES",
+    "Decision",
+    "Match",
+    "NewsStream",
+    "StreamConfig",
+]
+
+STATUSES = ("new", "duplicate", "similar")
+_VERIFY = ("none", "shingles", "lcs")
+_US = 1_000_000
+_CHECKPOINT_VERSION = 1
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamConfig(Config):
+    """Parameters of the stream's decisions (defaults measured on Reuters, docs/stream.md).
+
+    Only ``simhash`` and ``shingles`` are fixed for the life of a store (its signatures are
+    made with them); the thresholds may change between runs.
+    """
+
+    SCHEME = "stream"
+
+    duplicate_max_distance: int = 3
+    similar_max_distance: int = 7
+    verify: str = "shingles"
+    duplicate_min_jaccard: float = 0.5
+    duplicate_min_containment: float = 0.9
+    lcs_min_ratio: float = 0.5
+    similar_limit: int = 10
+    window_seconds: float | None = None
+    index_duplicates: bool = False
+    store_text: bool = True
+    max_text_chars: int = 1_000_000
+    simhash: SimHashConfig = dataclasses.field(default_factory=SimHashConfig)
+    shingles: ShingleSetConfig = dataclasses.field(default_factory=ShingleSetConfig)
+    events: EventConfig = dataclasses.field(default_factory=EventConfig)
+
+    def __post_init__(self) -> None:
+        check_int("duplicate_max_distance", self.duplicate_max_distance, low=0, high=63)
+        check_int(
+            "similar_max_distance",
+            self.similar_max_distance,
+            low=self.duplicate_max_distance,
+            high=63,
+        )
+        check_choice("verify", self.verify, _VERIFY)
+        check_range("duplicate_min_jaccard", self.duplicate_min_jaccard, low=0.0, high=1.0)
+        check_range("duplicate_min_containment", self.duplicate_min_containment, low=0.0, high=1.0)
+        check_range("lcs_min_ratio", self.lcs_min_ratio, low=0.0, high=1.0)
+        check_int("similar_limit", self.similar_limit, low=0, high=10_000)
+        if self.window_seconds is not None:
+            check_range("window_seconds", self.window_seconds, low=0.0, low_open=True)
+        check_int("max_text_chars", self.max_text_chars, low=1)
+        if not isinstance(self.simhash, SimHashConfig) or self.simhash.bits != 64:
+            raise ConfigError("simhash must be a 64-bit SimHashConfig")
+        if not isinstance(self.shingles, ShingleSetConfig):
+            raise ConfigError("shingles must be a ShingleSetConfig")
+        if not isinstance(self.events, EventConfig):
+            raise ConfigError("events must be an EventConfig")
+        if self.events.max_distance > 63:
+            raise ConfigError("events.max_distance must be < 64")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Match:
+    """Evidence for one matched stored article.
+
+    ``distance``: SimHash Hamming distance; ``jaccard``/``containment``: exact shingle-set
+    similarities (``None`` when not verified); ``lcs_ratio``: longest common substring over
+    the shorter text (``None`` unless the LCS stage ran); ``score``: the ranking score
+    (``jaccard`` when verified, else ``1 - distance / 64``); ``verdict``: ``duplicate`` or
+    ``similar``.
+    """
+
+    id: str
+    distance: int
+    score: float
+    verdict: str
+    jaccard: float | None = None
+    containment: float | None = None
+    lcs_ratio: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        # Spelled out: dataclasses.asdict deep-copies and costs ~10 us a match at ingest.
+        return {
+            "id": self.id,
+            "distance": self.distance,
+            "score": self.score,
+            "verdict": self.verdict,
+            "jaccard": self.jaccard,
+            "containment": self.containment,
+            "lcs_ratio": self.lcs_ratio,
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Decision:
+    """The decision for one ingested article, with its evidence.
+
+    ``status``: ``new``, ``duplicate`` or ``similar``.  ``duplicate_of``: the original of the
+    group it duplicates.  ``similar``: non-duplicate matches, best first (at most
+    ``similar_limit``).  ``matches``: every verified match (duplicates first).  ``event``: the
+    breaking event it belongs to.  ``took_over``: ids that now point at this article as their
+    original.  ``replayed``: ``True`` when this is the stored decision returned again for an
+    idempotent re-ingest.
+    """
+
+    id: str
+    status: str
+    duplicate_of: str | None = None
+    similar: tuple[Match, ...] = ()
+    matches: tuple[Match, ...] = ()
+    event: str | None = None
+    took_over: tuple[str, ...] = ()
+    replayed: bool = False
+
+    def to_dict(self, *, evidence: bool = True) -> dict[str, Any]:
+        """The CLI's JSON object; ``evidence`` adds ``matches``, ``took_over``, ``replayed``."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "status": self.status,
+            "duplicate_of": self.duplicate_of,
+            "similar": [{"id": m.id, "score": round(m.score, 6)} for m in self.similar],
+            "event": self.event,
+        }
+        if evidence:
+            out["matches"] = [m.to_dict() for m in self.matches]
+            out["took_over"] = list(self.took_over)
+            out["replayed"] = self.replayed
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str, *, replayed: bool = False) -> Decision:
+        data = json.loads(text)
+        matches = tuple(Match(**m) for m in data["matches"])
+        by_id = {m.id: m for m in matches}
+        return cls(
+            id=data["id"],
+            status=data["status"],
+            duplicate_of=data["duplicate_of"],
+            similar=tuple(by_id[s["id"]] for s in data["similar"]),
+            matches=matches,
+            event=data["event"],
+            took_over=tuple(data["took_over"]),
+            replayed=replayed,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Prepared:
+    """An article validated and signed outside the write transaction."""
+
+    article: Article
+    text_hash: str
+    date_us: int | None
+    fingerprint: int
+    shingles: Signature
+
+
+def _date_us(article: Article) -> int | None:
+    if article.date is None:
+        return None
+    delta = article.date - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * _US + delta.microseconds
+
+
+def text_hash(text: str) -> str:
+    """128-bit content hash of an article's text (xxh3_128, hex): equal text, equal hash."""
+    return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
+
+
+def _order_key(date_us: int | None, article_id: str) -> tuple[bool, int, str]:
+    # Earliest by date first, undated after dated, then the id: a total, stable order.
+    return (date_us is None, date_us or 0, article_id)
+
+
+class NewsStream:
+    """Ingest-time dedup, similar news and breaking events over a :class:`Store`.
+
+    Not thread-safe by itself (the API object serialises calls).  ``checkpoint_path``: where
+    the in-memory indexes are checkpointed (``None``: never; rebuilt from the store's log at
+    start); ``checkpoint_every``: log entries between automatic checkpoints.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        config: StreamConfig | None = None,
+        *,
+        checkpoint_path: str | os.PathLike[str] | None = None,
+        checkpoint_every: int = 200_000,
+    ) -> None:
+        self.store = store
+        self.config = config or StreamConfig()
+        check_int("checkpoint_every", checkpoint_every, low=1)
+        self.checkpoint_path = None if checkpoint_path is None else Path(checkpoint_path)
+        self.checkpoint_every = checkpoint_every
+        self._schemes = json.dumps(
+            {"simhash": self.config.simhash.scheme_id, "shingles": self.config.shingles.scheme_id},
+            sort_keys=True,
+        )
+        self._init_meta()
+        self._index = self._new_index()
+        self._events = EventDetector(self.config.events)
+        self._log_seq = 0
+        self._since_checkpoint = 0
+        self.stats = {"restored_from_checkpoint": 0, "replayed_log_entries": 0}
+        self._load()
+
+    # --- setup and state ------------------------------------------------------------------
+    def _init_meta(self) -> None:
+        with self.store.write():
+            found = self.store.meta_get("signature_schemes")
+            if found is None:
+                self.store.meta_set("signature_schemes", self._schemes)
+            elif found != self._schemes:
+                raise SchemeMismatchError(
+                    f"store {self.store.url!r} holds signatures of schemes {found}, this stream "
+                    f"makes {self._schemes}; open it with the config it was created with"
+                )
+            self._uuid = self.store.meta_get("store_uuid")
+            if self._uuid is None:
+                self._uuid = uuid.uuid4().hex  # an identity, not a stage output
+                self.store.meta_set("store_uuid", self._uuid)
+
+    def _new_index(self) -> HammingIndex:
+        return HammingIndex(max_distance=self.config.similar_max_distance)
+
+    def _load(self) -> None:
+        """Checkpoint (when valid) plus the log entries after it; else the whole log."""
+        self._index = self._new_index()
+        self._events = EventDetector(self.config.events)
+        self._log_seq = 0
+        if self.checkpoint_path is not None and self.checkpoint_path.exists():
+            try:
+                self._restore_checkpoint(self.checkpoint_path)
+                self.stats["restored_from_checkpoint"] = 1
+            except (StoreError, OSError, ValueError, KeyError) as exc:
+                # A stale or damaged checkpoint is only a lost speed-up: rebuild from the log.
+                self.stats["checkpoint_error"] = str(exc)  # type: ignore[assignment]
+                self._index = self._new_index()
+                self._events = EventDetector(self.config.events)
+                self._log_seq = 0
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Apply the store's log entries after the last one applied (other writers' work)."""
+        while True:
+            entries = self.store.log_since(self._log_seq, limit=100_000)
+            if not entries:
+                return
+            self._apply(entries)
+            self.stats["replayed_log_entries"] += len(entries)
+
+    def _apply(self, entries: Sequence[LogEntry]) -> None:
+        pending_keys: list[int] = []
+        pending_fps: list[int] = []
+
+        def flush() -> None:
+            if pending_keys:
+                self._index.add_many(pending_keys, np.asarray(pending_fps, dtype=np.uint64))
+                pending_keys.clear()
+                pending_fps.clear()
+
+        for e in entries:
+            if e.op == "add":
+                if e.arg == "1":
+                    pending_keys.append(e.article_seq)
+                    pending_fps.append(e.fingerprint)
+                self._events.add(e.article_seq, e.date_us, e.fingerprint, None)
+            elif e.op == "unindex":
+                flush()
+                if e.article_seq in self._index:
+                    self._index.remove(e.article_seq)
+            elif e.op == "event":
+                self._events.set_event([e.article_seq], e.arg)
+            else:
+                raise StoreError(f"store log entry {e.seq} has unknown op {e.op!r}")
+            self._log_seq = e.seq
+        flush()
+
+    # --- checkpoints ----------------------------------------------------------------------
+    def checkpoint(self) -> Path | None:
+        """Write the in-memory indexes to ``checkpoint_path`` (atomic replace); return it."""
+        if self.checkpoint_path is None:
+            return None
+        indexed = self._index.keys()
+        keys = [int(k) for k in indexed]
+        fps = np.fromiter((self._index.get(k) for k in keys), dtype=np.uint64, count=len(keys))
+        meta = {
+            "version": _CHECKPOINT_VERSION,
+            "store_uuid": self._uuid,
+            "schemes": self._schemes,
+            "log_seq": self._log_seq,
+            "events": self.config.events.scheme_id,
+            "similar_max_distance": self.config.similar_max_distance,
+        }
+        arrays = {
+            "meta": np.asarray([json.dumps(meta, sort_keys=True)], dtype=np.str_),
+            "index_keys": np.asarray(keys, dtype=np.int64),
+            "index_fps": fps,
+            **self._events.state(),
+        }
+        tmp = self.checkpoint_path.with_name(self.checkpoint_path.name + ".tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **arrays)  # type: ignore[arg-type]
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.checkpoint_path)
+        except OSError as exc:
+            raise StoreError(f"cannot write checkpoint {self.checkpoint_path}: {exc}") from exc
+        self._since_checkpoint = 0
+        return self.checkpoint_path
+
+    def _restore_checkpoint(self, path: Path) -> None:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+        meta = json.loads(str(arrays["meta"][0]))
+        expected = {
+            "version": _CHECKPOINT_VERSION,
+            "store_uuid": self._uuid,
+            "schemes": self._schemes,
+            "events": self.config.events.scheme_id,
+            "similar_max_distance": self.config.similar_max_distance,
+        }
+        for key, value in expected.items():
+            if meta.get(key) != value:
+                raise StoreError(f"checkpoint {path} does not match the store ({key} differs)")
+        log_seq = int(meta["log_seq"])
+        if log_seq > self.store.last_log_seq():
+            raise StoreError(f"checkpoint {path} is ahead of the store's log")
+        keys = arrays["index_keys"].astype(np.int64).tolist()
+        if keys:
+            self._index.add_many(keys, arrays["index_fps"].astype(np.uint64))
+        self._events.load_state(arrays)
+        self._log_seq = log_seq
+
+    def consistency_errors(self) -> list[str]:
+        """Differences between the live in-memory indexes and a full rebuild from the store.
+
+        Empty when they agree (``tests/test_durability.py`` checks this after ``kill -9``).
+        """
+        fresh = NewsStream.__new__(NewsStream)
+        fresh.store = self.store
+        fresh.config = self.config
+        fresh.checkpoint_path = None
+        fresh.stats = {"restored_from_checkpoint": 0, "replayed_log_entries": 0}
+        fresh._index = self._new_index()
+        fresh._events = EventDetector(self.config.events)
+        fresh._log_seq = 0
+        fresh._catch_up()
+        errors: list[str] = []
+        mine, theirs = self._index.keys(), fresh._index.keys()
+        live = {int(k): self._index.get(k) for k in mine}
+        rebuilt = {int(k): fresh._index.get(k) for k in theirs}
+        if live != rebuilt:
+            errors.append(
+                f"dedup index differs: {len(live)} live vs {len(rebuilt)} rebuilt entries"
+            )
+        if self._events.snapshot() != fresh._events.snapshot():
+            errors.append("event window differs from the store")
+        canonical = {
+            a.seq: a.fingerprint
+            for a in self.store.iter_articles()
+            if a.original is None or self.config.index_duplicates
+        }
+        if canonical != rebuilt:
+            errors.append(
+                f"log replay gives {len(rebuilt)} indexed articles but the store has "
+                f"{len(canonical)} canonical ones"
+            )
+        return errors
+
+    # --- ingest ---------------------------------------------------------------------------
+    def prepare(self, article: Article | Mapping[str, Any]) -> _Prepared:
+        """Validate and sign one article (no store access).  ``InputError`` when bad."""
+        if isinstance(article, Mapping):
+            article = Article.from_mapping(article)
+        elif not isinstance(article, Article):
+            raise InputTypeError(
+                f"an article must be an Article or a mapping, got {type(article).__name__}"
+            )
+        text = article.text
+        if len(text) > self.config.max_text_chars:
+            raise InputTooLargeError(
+                f"article {article.id!r}: text has {len(text)} characters, over the "
+                f"max_text_chars limit of {self.config.max_text_chars}"
+            )
+        if not text.strip():
+            raise InputError(f"article {article.id!r} has empty text")
+        shingles = sign_shingles(text, self.config.shingles)
+        if len(shingles) == 0:
+            raise InputError(f"article {article.id!r} has no words to compare")
+        simhash = sign_simhash(text, self.config.simhash)
+        fingerprint = int(simhash.values[0]) if len(simhash) else 0
+        return _Prepared(article, text_hash(text), _date_us(article), fingerprint, shingles)
+
+    def ingest(self, article: Article | Mapping[str, Any]) -> Decision:
+        """Decide and store one article (durable when this returns).  Raises on bad input."""
+        result = self.ingest_many([article])[0]
+        if isinstance(result, NearDupError):
+            raise result
+        return result
+
+    def ingest_many(
+        self, articles: Iterable[Article | Mapping[str, Any]]
+    ) -> list[Decision | NearDupError]:
+        """Decide and store articles in one transaction, in order.
+
+        Per-article errors (``InputError`` and subclasses, ``ConflictError``) are returned in
+        place of the decision and that article is not stored; the others are.  Store errors
+        roll the whole batch back and raise (nothing of the batch is acknowledged).
+        """
+        prepared: list[_Prepared | NearDupError] = []
+        for article in articles:
+            try:
+                prepared.append(self.prepare(article))
+            except (InputError, ConflictError) as exc:
+                prepared.append(exc)
+        results: list[Decision | NearDupError] = []
+        try:
+            with self.store.write():
+                self._catch_up()
+                for item in prepared:
+                    if isinstance(item, NearDupError):
+                        results.append(item)
+                        continue
+                    try:
+                        results.append(self._ingest_one(item))
+                    except ConflictError as exc:
+                        results.append(exc)
+        except BaseException:
+            # The store rolled back: the in-memory indexes may hold uncommitted work.
+            self._load()
+            raise
+        self._since_checkpoint += len(prepared)
+        if self.checkpoint_path is not None and self._since_checkpoint >= self.checkpoint_every:
+            self.checkpoint()
+        return results
+
+    def _ingest_one(self, p: _Prepared) -> Decision:
+        cfg = self.config
+        art = p.article
+        existing = self.store.get(art.id)
+        if existing is not None:
+            if existing.text_hash != p.text_hash:
+                raise ConflictError(f"article {art.id!r} was already ingested with different text")
+            return Decision.from_json(existing.decision, replayed=True)
+        matches, rows = self._matches(p.fingerprint, p.shingles, p.date_us, art.text, exclude=-1)
+        dup = next((m for m in matches if m.verdict == "duplicate"), None)
+        status = "new"
+        original: str | None = None
+        took_over: tuple[str, ...] = ()
+        linked: list[str] = []
+        target: ArticleRow | None = None
+        if dup is not None:
+            target = rows[dup.id]
+            if target.original is not None:  # an indexed duplicate: go to its group original
+                found = self.store.get(target.original)
+                target = found if found is not None else target
+            linked = [target.event] if target.event else []
+            if _order_key(p.date_us, art.id) < _order_key(target.date_us, target.id):
+                took_over = (target.id, *self.store.members_of(target.id))
+            else:
+                status = "duplicate"
+                original = target.id
+        similar = tuple(m for m in matches if m is not dup)[: cfg.similar_limit]
+        if status == "new" and similar and not took_over:
+            status = "similar"
+        outcome = self._events.decide(art.id, p.date_us, p.fingerprint, linked)
+        decision = Decision(
+            id=art.id,
+            status=status,
+            duplicate_of=original,
+            similar=similar,
+            matches=tuple(matches),
+            event=outcome.event,
+            took_over=took_over,
+        )
+        seq = self.store.insert_article(
+            ArticleRow(
+                seq=0,
+                id=art.id,
+                text_hash=p.text_hash,
+                date_us=p.date_us,
+                source=art.source,
+                title=art.title,
+                text=art.text if cfg.store_text else None,
+                status=status,
+                original=original,
+                event=outcome.event,
+                fingerprint=p.fingerprint,
+                signature=p.shingles.to_bytes(),
+                decision=decision.to_json(),
+            )
+        )
+        indexed = original is None or cfg.index_duplicates
+        self._log(seq, "add", "1" if indexed else "0")
+        if indexed:
+            self._index.add(seq, p.fingerprint)
+        self._events.add(seq, p.date_us, p.fingerprint, None)
+        if took_over and target is not None:
+            self.store.set_original(took_over, art.id)
+            if not cfg.index_duplicates and target.seq in self._index:
+                self._index.remove(target.seq)
+                self._log(target.seq, "unindex", "")
+        if outcome.event is not None:
+            if outcome.opened and p.date_us is not None:
+                self.store.insert_event(EventRow(art.id, art.id, p.date_us, seq))
+            members = (*outcome.joined, seq)
+            self.store.set_event(members, outcome.event)
+            self._events.set_event(members, outcome.event)
+            for member in members:
+                self._log(member, "event", outcome.event)
+        return decision
+
+    def _log(self, seq: int, op: str, arg: str) -> None:
+        self._log_seq = self.store.append_log(op, seq, arg)
+
+    # --- matching -------------------------------------------------------------------------
+    def _matches(
+        self,
+        fingerprint: int,
+        shingles: Signature,
+        date_us: int | None,
+        text: str | None,
+        *,
+        exclude: int,
+        since_us: int | None = None,
+        until_us: int | None = None,
+    ) -> tuple[list[Match], dict[str, ArticleRow]]:
+        """Verified matches, best first: duplicates by score, then similar by score."""
+        cfg = self.config
+        found = self._index.query(fingerprint, cfg.similar_max_distance)
+        hits = [(int(k), d) for k, d in found if int(k) != exclude]
+        if not hits:
+            return [], {}
+        distance = dict(hits)
+        rows = self.store.get_many_by_seq([k for k, _ in hits])
+        window = None if cfg.window_seconds is None else round(cfg.window_seconds * _US)
+        matches: list[Match] = []
+        by_id: dict[str, ArticleRow] = {}
+        a = shingles.values
+        for row in rows:
+            if row.date_us is not None:
+                if (
+                    window is not None
+                    and date_us is not None
+                    and abs(row.date_us - date_us) > window
+                ):
+                    continue
+                if since_us is not None and row.date_us < since_us:
+                    continue
+                if until_us is not None and row.date_us >= until_us:
+                    continue
+            elif since_us is not None or until_us is not None:
+                continue
+            match = self._verify(row, distance[row.seq], a, shingles, text)
+            matches.append(match)
+            by_id[row.id] = row
+        order = {"duplicate": 0, "similar": 1}
+        matches.sort(key=lambda m: (order[m.verdict], -m.score, m.distance, m.id))
+        return matches, by_id
+
+    def _verify(
+        self,
+        row: ArticleRow,
+        distance: int,
+        a: npt.NDArray[Any],
+        shingles: Signature,
+        text: str | None,
+    ) -> Match:
+        cfg = self.config
+        if cfg.verify == "none":
+            verdict = "duplicate" if distance <= cfg.duplicate_max_distance else "similar"
+            return Match(row.id, distance, 1.0 - distance / 64, verdict)
+        other = Signature.from_bytes(row.signature)
+        if other.scheme_id != shingles.scheme_id:
+            raise SchemeMismatchError(
+                f"stored article {row.id!r} has a {other.scheme_id} signature, expected "
+                f"{shingles.scheme_id}"
+            )
+        b = other.values
+        inter = int(np.intersect1d(a, b, assume_unique=True).size) if a.size and b.size else 0
+        union = a.size + b.size - inter
+        jaccard = inter / union if union else 1.0
+        smaller = min(a.size, b.size)
+        contain = inter / smaller if smaller else 0.0
+        is_dup = jaccard >= cfg.duplicate_min_jaccard or contain >= cfg.duplicate_min_containment
+        lcs_ratio: float | None = None
+        if is_dup and cfg.verify == "lcs" and text is not None and row.text is not None:
+            lcs = longest_common_substring(text, row.text)
+            shorter = min(len(text), len(row.text))
+            lcs_ratio = lcs.length / shorter if shorter else 0.0
+            is_dup = lcs_ratio >= cfg.lcs_min_ratio
+        verdict = "duplicate" if is_dup else "similar"
+        return Match(
+            row.id,
+            distance,
+            round(jaccard, 6),
+            verdict,
+            round(jaccard, 6),
+            round(contain, 6),
+            None if lcs_ratio is None else round(lcs_ratio, 6),
+        )
+
+    # --- queries --------------------------------------------------------------------------
+    def get(self, article_id: str) -> ArticleRow:
+        """The stored article; ``NotFoundError`` when unknown."""
+        row = self.store.get(article_id)
+        if row is None:
+            raise NotFoundError(f"article {article_id!r} is not in the store")
+        return row
+
+    def decision(self, article_id: str) -> Decision:
+        """The decision made when ``article_id`` was ingested."""
+        return Decision.from_json(self.get(article_id).decision)
+
+    def original_of(self, article_id: str) -> str:
+        """The current original of the article's duplicate group (itself for an original)."""
+        row = self.get(article_id)
+        return row.original or row.id
+
+    def similar(
+        self,
+        article_id: str,
+        limit: int = 10,
+        *,
+        since_us: int | None = None,
+        until_us: int | None = None,
+    ) -> list[Match]:
+        """Stored canonical articles matching a stored article, best first (itself and its own
+        group excluded), optionally only those dated in ``[since, until)``."""
+        check_int("limit", limit, low=0, high=100_000)
+        self._catch_up()
+        row = self.get(article_id)
+        own = row.original or row.id
+        shingles = Signature.from_bytes(row.signature)
+        matches, rows = self._matches(
+            row.fingerprint,
+            shingles,
+            row.date_us,
+            row.text,
+            exclude=row.seq,
+            since_us=since_us,
+            until_us=until_us,
+        )
+        kept = [m for m in matches if m.id != own and (rows[m.id].original or m.id) != own]
+        kept.sort(key=lambda m: (-m.score, m.distance, m.id))
+        return kept[:limit]
+
+    def events(self, since_us: int | None = None, until_us: int | None = None) -> list[EventRow]:
+        """Events opened in ``[since, until)`` by article date, in opening order."""
+        return self.store.events(since_us, until_us)
+
+    def event(self, event_id: str) -> EventReport:
+        """The report of one event; ``NotFoundError`` when unknown."""
+        row = self.store.get_event(event_id)
+        if row is None:
+            raise NotFoundError(f"event {event_id!r} is not in the store")
+        articles = [
+            (a.id, a.date_us, a.source, a.title) for a in self.store.event_articles(event_id)
+        ]
+        return build_report(
+            row.id,
+            row.opened_by,
+            row.opened_at_us,
+            articles,
+            self.config.events.growth_bucket_seconds,
+        )
+
+    def __len__(self) -> int:
+        return self.store.count()
+
+    @property
+    def indexed(self) -> int:
+        """Number of articles in the in-memory dedup index."""
+        return len(self._index)
+
+    def close(self) -> None:
+        """Checkpoint (when configured) and close the store."""
+        try:
+            if self.checkpoint_path is not None and self._since_checkpoint:
+                self.checkpoint()
+        finally:
+            self.store.close()

@@ -1,0 +1,387 @@
+"""Sorted multi-table storage shared by the Hamming and the LSH index (internal).
+
+Both indexes keep ``T`` tables; each indexed row has one 64-bit *table key* per table (a
+rotated fingerprint for the Hamming index, a band hash for LSH).  A query looks up, in each
+table, the rows whose key shares the query key's top ``width`` bits.
+
+Layout (log-structured, so adds are cheap and queries stay fast at 10 M rows):
+
+* a small **buffer** of the most recent rows, scanned linearly by the query kernels;
+* a few immutable **segments**: per table, the keys sorted ascending (``uint64``) with their row
+  numbers (``uint32``) in the same order, plus a *directory*: for every value ``p`` of the top
+  ``dbits`` key bits, where the keys with that prefix start (a CSR offsets array).  A lookup is
+  one directory read plus, when ``width > dbits``, a binary search inside the bucket.
+
+When the buffer is full it becomes a segment; segments are merged while the older one is at
+most ``merge_ratio`` times larger than the newer one, so there are ``O(log n)`` of them and
+every row is moved ``O(log n)`` times (amortised).  Merging two sorted runs uses numpy's
+stable sort (timsort), which detects the two runs and merges them in linear time.  Removed rows
+are dropped from the segments when they are merged (tombstones until then).
+
+Memory: 12 bytes per row per table (8 key + 4 row number), plus the directories
+(``<= 8 * (2**16 + 1)`` bytes per table per segment).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+U64 = npt.NDArray[np.uint64]
+U32 = npt.NDArray[np.uint32]
+I64 = npt.NDArray[np.int64]
+Bool = npt.NDArray[np.bool_]
+
+__all__ = ["MultiTable", "Segment"]
+
+_MAX_DIRECTORY_BITS = 16
+
+
+def _directory_bits(n: int, min_width: int) -> int:
+    """Top bits used by a segment's directory: about log2(n), at most 16 and the key width."""
+    return max(1, min(_MAX_DIRECTORY_BITS, min_width, max(1, n.bit_length() - 1)))
+
+
+class Segment:
+    """An immutable sorted run: ``keys`` (T, n) sorted per table, ``rows`` (T, n), directory."""
+
+    __slots__ = ("dbits", "directory", "keys", "rows")
+
+    def __init__(self, keys: U64, rows: U32, min_width: int) -> None:
+        self.keys = keys
+        self.rows = rows
+        n = keys.shape[1]
+        self.dbits = _directory_bits(n, min_width)
+        shift = np.uint64(64 - self.dbits)
+        directory = np.zeros((keys.shape[0], (1 << self.dbits) + 1), dtype=np.int64)
+        for t in range(keys.shape[0]):
+            counts = np.bincount((keys[t] >> shift).astype(np.int64), minlength=1 << self.dbits)
+            np.cumsum(counts, out=directory[t, 1:])
+        self.directory = directory
+
+    @property
+    def size(self) -> int:
+        return int(self.keys.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + self.rows.nbytes + self.directory.nbytes)
+
+    @classmethod
+    def build(cls, keys: U64, rows: U32, min_width: int) -> Segment:
+        """Sort ``keys`` (T, n) per table, carrying ``rows`` (n,) along."""
+        order = np.argsort(keys, axis=1, kind="stable")
+        sorted_keys = np.take_along_axis(keys, order, axis=1)
+        sorted_rows = rows[order].astype(np.uint32, copy=False)
+        return cls(np.ascontiguousarray(sorted_keys), np.ascontiguousarray(sorted_rows), min_width)
+
+    @classmethod
+    def merge(cls, older: Segment, newer: Segment, alive: Bool, min_width: int) -> Segment:
+        """One segment with the live rows of both (linear: timsort merges the two runs)."""
+        keys = np.concatenate([older.keys, newer.keys], axis=1)
+        rows = np.concatenate([older.rows, newer.rows], axis=1)
+        keep = alive[rows[0]]
+        if not keep.all():
+            # Every table holds the same set of rows, so each keeps the same number of them.
+            mask = alive[rows]
+            t = keys.shape[0]
+            keys = keys[mask].reshape(t, -1)
+            rows = rows[mask].reshape(t, -1)
+        order = np.argsort(keys, axis=1, kind="stable")
+        return cls(
+            np.ascontiguousarray(np.take_along_axis(keys, order, axis=1)),
+            np.ascontiguousarray(np.take_along_axis(rows, order, axis=1)),
+            min_width,
+        )
+
+
+class MultiTable:
+    """``T`` tables of (64-bit key -> rows): a buffer plus log-structured sorted segments."""
+
+    def __init__(self, widths: tuple[int, ...], buffer_size: int, merge_ratio: int = 2) -> None:
+        self.widths = np.asarray(widths, dtype=np.int64)
+        self.num_tables = len(widths)
+        self.min_width = min(widths)
+        self.buffer_size = buffer_size
+        self.merge_ratio = merge_ratio
+        self.segments: list[Segment] = []
+        self.buffer_keys = np.zeros((self.num_tables, buffer_size), dtype=np.uint64)
+        self.buffer_rows = np.zeros(buffer_size, dtype=np.uint32)
+        self.buffer_count = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the tables (segments and buffer)."""
+        total = self.buffer_keys.nbytes + self.buffer_rows.nbytes
+        return int(total + sum(s.nbytes for s in self.segments))
+
+    def insert(self, keys: U64, rows: U32, alive: Bool) -> None:
+        """Add rows with their table keys (``keys`` is (T, k))."""
+        k = rows.shape[0]
+        if k == 0:
+            return
+        if k >= self.buffer_size:
+            self.flush(alive)
+            self._add_segment(Segment.build(keys, rows, self.min_width), alive)
+            return
+        start = 0
+        while start < k:
+            room = self.buffer_size - self.buffer_count
+            take = min(room, k - start)
+            end = self.buffer_count + take
+            self.buffer_keys[:, self.buffer_count : end] = keys[:, start : start + take]
+            self.buffer_rows[self.buffer_count : end] = rows[start : start + take]
+            self.buffer_count = end
+            start += take
+            if self.buffer_count == self.buffer_size:
+                self.flush(alive)
+
+    def flush(self, alive: Bool) -> None:
+        """Turn the buffer's live rows into a segment."""
+        if self.buffer_count == 0:
+            return
+        rows = self.buffer_rows[: self.buffer_count]
+        keep = alive[rows]
+        keys = self.buffer_keys[:, : self.buffer_count][:, keep]
+        rows = rows[keep]
+        self.buffer_count = 0
+        if rows.shape[0]:
+            self._add_segment(Segment.build(keys, rows.copy(), self.min_width), alive)
+
+    def _add_segment(self, segment: Segment, alive: Bool) -> None:
+        self.segments.append(segment)
+        segs = self.segments
+        while len(segs) >= 2 and segs[-2].size <= self.merge_ratio * segs[-1].size:
+            newer = segs.pop()
+            older = segs.pop()
+            segs.append(Segment.merge(older, newer, alive, self.min_width))
+
+    def compact(self, alive: Bool, renumber: I64 | None = None) -> None:
+        """Merge everything into one segment of live rows; optionally renumber the rows."""
+        self.flush(alive)
+        if not self.segments:
+            return
+        while len(self.segments) > 1:
+            newer = self.segments.pop()
+            older = self.segments.pop()
+            self.segments.append(Segment.merge(older, newer, alive, self.min_width))
+        seg = self.segments[0]
+        if not alive[seg.rows[0]].all():
+            empty = Segment(
+                np.zeros((self.num_tables, 0), dtype=np.uint64),
+                np.zeros((self.num_tables, 0), dtype=np.uint32),
+                self.min_width,
+            )
+            seg = Segment.merge(seg, empty, alive, self.min_width)
+        if renumber is not None:
+            seg = Segment(seg.keys, renumber[seg.rows].astype(np.uint32), self.min_width)
+        self.segments = [seg] if seg.size else []
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels.  numba because a query walks a few short buckets in several tables with an early
+# filter per element; numpy would need one temporary per step and ~1 us of call overhead each.
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@njit(cache=True, inline="always")
+def popcount64(x: np.uint64) -> np.int64:  # pragma: no cover - compiled
+    """Bits set in ``x`` (SWAR; LLVM turns this idiom into the popcnt instruction)."""
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@njit(cache=True, inline="always")
+def _bucket(
+    keys: U64, directory: I64, dbits: np.int64, qkey: np.uint64, width: np.int64
+) -> tuple[np.int64, np.int64]:  # pragma: no cover - compiled
+    """Index range of the keys sharing ``qkey``'s top ``width`` bits."""
+    p = np.int64(qkey >> np.uint64(64 - dbits))
+    lo = directory[p]
+    hi = directory[p + 1]
+    if width > dbits:
+        if width >= 64:
+            low_mask = np.uint64(0)
+        else:
+            low_mask = (np.uint64(1) << np.uint64(64 - width)) - np.uint64(1)
+        first = qkey & ~low_mask
+        last = qkey | low_mask
+        a = lo
+        b = hi
+        while a < b:  # lower bound of first
+            m = (a + b) >> 1
+            if keys[m] < first:
+                a = m + 1
+            else:
+                b = m
+        lo = a
+        b = hi
+        while a < b:  # upper bound of last
+            m = (a + b) >> 1
+            if keys[m] <= last:
+                a = m + 1
+            else:
+                b = m
+        hi = a
+    return lo, hi
+
+
+@njit(cache=True)
+def _grow(arr: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:  # pragma: no cover - compiled
+    out = np.empty(arr.shape[0] * 2, dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
+
+@njit(cache=True, inline="always")
+def _rotl(x: np.uint64, shift: np.int64) -> np.uint64:  # pragma: no cover - compiled
+    if shift == 0:
+        return x
+    return (x << np.uint64(shift)) | (x >> np.uint64(64 - shift))
+
+
+@njit(cache=True)
+def hamming_probe_segment(
+    queries: U64,
+    starts: I64,
+    widths: I64,
+    keys: U64,
+    rows: U32,
+    directory: I64,
+    dbits: np.int64,
+    masks: U64,
+    alive: Bool,
+    max_distance: np.int64,
+) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
+    """Rows within ``max_distance`` of each query in one segment: (query, row, distance).
+
+    Table ``t`` holds the fingerprints rotated left by ``starts[t]`` bits.  A row is reported
+    only by the first table whose block it matches exactly (``masks[t, u]`` is block ``u`` in
+    table ``t``'s frame), so each (query, row) pair appears once.
+    """
+    nq = queries.shape[0]
+    nt = starts.shape[0]
+    cap = 64
+    out_q = np.empty(cap, dtype=np.int64)
+    out_r = np.empty(cap, dtype=np.int64)
+    out_d = np.empty(cap, dtype=np.int64)
+    count = 0
+    for q in range(nq):
+        for t in range(nt):
+            qk = _rotl(queries[q], starts[t])
+            lo, hi = _bucket(keys[t], directory[t], dbits, qk, widths[t])
+            for i in range(lo, hi):
+                diff = keys[t, i] ^ qk
+                d = popcount64(diff)
+                if d > max_distance:
+                    continue
+                first = True
+                for u in range(t):
+                    if (diff & masks[t, u]) == 0:
+                        first = False
+                        break
+                if not first:
+                    continue
+                r = rows[t, i]
+                if not alive[r]:
+                    continue
+                if count == cap:
+                    out_q = _grow(out_q)
+                    out_r = _grow(out_r)
+                    out_d = _grow(out_d)
+                    cap *= 2
+                out_q[count] = q
+                out_r[count] = r
+                out_d[count] = d
+                count += 1
+    return out_q[:count], out_r[:count], out_d[:count]
+
+
+@njit(cache=True)
+def hamming_scan(
+    queries: U64, values: U64, rows: U32, alive: Bool, max_distance: np.int64
+) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
+    """Brute force over ``values`` (the buffer): (query, row, distance) within the distance."""
+    cap = 64
+    out_q = np.empty(cap, dtype=np.int64)
+    out_r = np.empty(cap, dtype=np.int64)
+    out_d = np.empty(cap, dtype=np.int64)
+    count = 0
+    for q in range(queries.shape[0]):
+        qv = queries[q]
+        for i in range(values.shape[0]):
+            d = popcount64(values[i] ^ qv)
+            if d <= max_distance and alive[rows[i]]:
+                if count == cap:
+                    out_q = _grow(out_q)
+                    out_r = _grow(out_r)
+                    out_d = _grow(out_d)
+                    cap *= 2
+                out_q[count] = q
+                out_r[count] = rows[i]
+                out_d[count] = d
+                count += 1
+    return out_q[:count], out_r[:count], out_d[:count]
+
+
+@njit(cache=True)
+def exact_probe_segment(
+    qkeys: U64, keys: U64, rows: U32, directory: I64, dbits: np.int64, alive: Bool
+) -> tuple[I64, I64]:  # pragma: no cover - compiled
+    """Rows whose key equals the query's in at least one table: (query, row), may repeat."""
+    nq = qkeys.shape[0]
+    nt = qkeys.shape[1]
+    cap = 64
+    out_q = np.empty(cap, dtype=np.int64)
+    out_r = np.empty(cap, dtype=np.int64)
+    count = 0
+    for q in range(nq):
+        for t in range(nt):
+            qk = qkeys[q, t]
+            lo, hi = _bucket(keys[t], directory[t], dbits, qk, np.int64(64))
+            for i in range(lo, hi):
+                r = rows[t, i]
+                if not alive[r]:
+                    continue
+                if count == cap:
+                    out_q = _grow(out_q)
+                    out_r = _grow(out_r)
+                    cap *= 2
+                out_q[count] = q
+                out_r[count] = r
+                count += 1
+    return out_q[:count], out_r[:count]
+
+
+@njit(cache=True)
+def exact_scan(
+    qkeys: U64, keys: U64, rows: U32, count_in: np.int64, alive: Bool
+) -> tuple[I64, I64]:  # pragma: no cover - compiled
+    """Brute force over the buffer's first ``count_in`` columns: (query, row), may repeat."""
+    cap = 64
+    out_q = np.empty(cap, dtype=np.int64)
+    out_r = np.empty(cap, dtype=np.int64)
+    count = 0
+    for q in range(qkeys.shape[0]):
+        for i in range(count_in):
+            r = rows[i]
+            if not alive[r]:
+                continue
+            for t in range(qkeys.shape[1]):
+                if keys[t, i] == qkeys[q, t]:
+                    if count == cap:
+                        out_q = _grow(out_q)
+                        out_r = _grow(out_r)
+                        cap *= 2
+                    out_q[count] = q
+                    out_r[count] = r
+                    count += 1
+                    break
+    return out_q[:count], out_r[:count]

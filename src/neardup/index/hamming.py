@@ -1,0 +1,477 @@
+"""Exact Hamming-distance index over 64-bit SimHash fingerprints (seed 003; Manku et al. 2007).
+
+Seed 003 ("General Simhash-based Framework for News Aggregators", MECS 2017) splits the ``f``
+fingerprint bits into ``N > d`` blocks: if two fingerprints differ in at most ``d`` bits, at
+least one block is identical in both (pigeonhole), so looking up each block exactly finds every
+neighbour.  Here each block gets a table in the style of Manku, Jain & Das Sarma ("Detecting
+near-duplicates for web crawling", WWW 2007): table ``t`` stores every fingerprint *rotated* so
+that block ``t`` comes first, sorted; the rows whose top ``w_t`` bits equal the query's are one
+contiguous run, and the rotated fingerprints in it are verified with a popcount right there
+(rotation keeps Hamming distances), without a random access per candidate.
+
+Guarantees:
+
+* **Exact**: ``query(fp, d)`` returns precisely the keys whose fingerprint is within Hamming
+  distance ``d`` of ``fp``, for every ``d <= num_blocks - 1`` (tests compare it with brute
+  force).  Each key appears once (a row is reported only by the first block it matches).
+* **Deterministic order**: results sort by distance, then key.
+* **Keys**: caller keys, all ``str`` or all ``int``.  Adding a key again with the same
+  fingerprint does nothing (idempotent re-ingest); with a different fingerprint it raises
+  :class:`~neardup.errors.ConflictError` (remove it first).  Removing an unknown key raises
+  :class:`~neardup.errors.NotFoundError`.
+* **Memory**: ``12 * num_blocks + 9`` bytes per fingerprint in numpy arrays (key, row number
+  per table; the fingerprint and a live flag per row) plus the caller keys in a dict.
+* **Persistence**: :meth:`HammingIndex.save` writes the documented little-endian format of
+  :mod:`neardup.index._common` (sorted tables included, so :meth:`HammingIndex.load` is a read
+  plus one ``bincount`` per table); a checksum catches damaged files.
+
+Complexity: a query probes ``N`` buckets of ``n / 2**w`` rows on average (``w`` = block bits),
+plus the last few thousand added rows by brute force (the add buffer), plus a binary search per
+table per segment when a block is wider than 16 bits.  Adding is amortised ``O(N log n)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from neardup.config import Config, check_choice, check_int
+from neardup.errors import (
+    ConfigError,
+    ConflictError,
+    InputError,
+    InputTypeError,
+    SchemeMismatchError,
+    StoreError,
+)
+from neardup.index._common import Key, KeyMap, read_index_file, write_index_file
+from neardup.index._tables import MultiTable, Segment, hamming_probe_segment, hamming_scan
+from neardup.sketch.base import Signature
+
+__all__ = ["HammingIndex", "HammingIndexConfig"]
+
+U64 = npt.NDArray[np.uint64]
+_MAGIC = b"NDHAMIDX"
+_U64_MAX = (1 << 64) - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class HammingIndexConfig(Config):
+    """Parameters of :class:`HammingIndex`.
+
+    * ``bits``: fingerprint width (64).
+    * ``max_distance``: the largest Hamming distance the index must answer exactly (seed 003
+      and Manku et al.: 3 for near-duplicates).  Queries may ask for any distance up to
+      ``num_blocks - 1``.
+    * ``num_blocks``: number of blocks / tables (default ``max_distance + 1``, i.e. 4 blocks of
+      16 bits for ``d = 3``: the layout of the seed's plan 2, and the fastest of the layouts
+      measured in ``docs/indexes.md``).  Blocks are as even as possible, wider first.
+    * ``block_bits``: an explicit layout (block widths, most significant first) instead.
+    * ``buffer_size``: rows kept unsorted (scanned by brute force) before they are sorted
+      into a segment.
+    """
+
+    SCHEME = "hamming-index"
+
+    bits: int = 64
+    max_distance: int = 3
+    num_blocks: int | None = None
+    block_bits: tuple[int, ...] | None = None
+    buffer_size: int = 2048
+
+    def __post_init__(self) -> None:
+        check_choice("bits", self.bits, (64,))
+        check_int("max_distance", self.max_distance, low=0, high=self.bits - 1)
+        check_int("buffer_size", self.buffer_size, low=1, high=1 << 20)
+        if self.block_bits is not None:
+            if isinstance(self.block_bits, list):
+                object.__setattr__(self, "block_bits", tuple(self.block_bits))
+            if not isinstance(self.block_bits, tuple) or not self.block_bits:
+                raise ConfigError("block_bits must be a non-empty tuple of block widths")
+            for width in self.block_bits:
+                check_int("block_bits[i]", width, low=1, high=self.bits)
+            if sum(self.block_bits) != self.bits:
+                raise ConfigError(
+                    f"block_bits must sum to bits={self.bits}, got {sum(self.block_bits)}"
+                )
+            if self.num_blocks is not None and self.num_blocks != len(self.block_bits):
+                raise ConfigError("num_blocks disagrees with block_bits; give one of them")
+        elif self.num_blocks is not None:
+            check_int("num_blocks", self.num_blocks, low=1, high=self.bits)
+        if len(self.layout) <= self.max_distance:
+            raise ConfigError(
+                f"need more blocks than max_distance (pigeonhole): {len(self.layout)} blocks "
+                f"cannot find every fingerprint within distance {self.max_distance}"
+            )
+
+    @property
+    def layout(self) -> tuple[int, ...]:
+        """Block widths, most significant block first."""
+        if self.block_bits is not None:
+            return tuple(self.block_bits)
+        n = self.num_blocks if self.num_blocks is not None else self.max_distance + 1
+        base, extra = divmod(self.bits, n)
+        return tuple(base + 1 if i < extra else base for i in range(n))
+
+
+def _rotl(values: U64, shift: int) -> U64:
+    if shift == 0:
+        return values.copy()
+    s = np.uint64(shift)
+    return (values << s) | (values >> np.uint64(64 - shift))
+
+
+class HammingIndex:
+    """Exact Hamming-distance search over 64-bit fingerprints, with add, remove, save, load.
+
+    >>> index = HammingIndex(max_distance=3)
+    >>> index.add("a", 0b1011)
+    >>> index.add("b", 0b0000)
+    >>> index.query(0b1001)
+    [('a', 1), ('b', 2)]
+    """
+
+    def __init__(self, config: HammingIndexConfig | None = None, **params: Any) -> None:
+        if config is None:
+            config = HammingIndexConfig(**params)
+        elif params:
+            raise ConfigError("give either config= or individual parameters, not both")
+        elif not isinstance(config, HammingIndexConfig):
+            raise ConfigError(f"config must be HammingIndexConfig, got {type(config).__name__}")
+        self.config = config
+        layout = config.layout
+        self._starts = np.concatenate([[0], np.cumsum(layout)[:-1]]).astype(int).tolist()
+        self._start_array = np.array(self._starts, dtype=np.int64)
+        self._masks = self._frame_masks(layout, self._starts)
+        self._tables = MultiTable(layout, config.buffer_size)
+        self._keys = KeyMap()
+        self._fps = np.zeros(1024, dtype=np.uint64)
+        self._alive = np.zeros(1024, dtype=np.bool_)
+        self._nrows = 0
+        self.scheme_id: str | None = None
+
+    # -- sizes -----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return self._keys.normalise(key) in self._keys.rows
+        except InputError:
+            return False
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the numpy arrays (tables, fingerprints, live flags); keys not included."""
+        return int(self._tables.nbytes + self._fps.nbytes + self._alive.nbytes)
+
+    # -- input -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _frame_masks(layout: tuple[int, ...], starts: list[int]) -> U64:
+        n = len(layout)
+        masks = np.zeros((n, n), dtype=np.uint64)
+        for u, (start, width) in enumerate(zip(starts, layout, strict=True)):
+            block = np.array([((1 << width) - 1) << (64 - start - width)], dtype=np.uint64)
+            for t in range(n):
+                masks[t, u] = _rotl(block, starts[t])[0]
+        return masks
+
+    def _check_scheme(self, sig: Signature, seen: list[str]) -> None:
+        """Signatures must share one scheme id: the index's, else the first one in this call.
+
+        The index adopts a scheme id only when an add succeeds (``seen`` collects it), so a
+        query or a failed add never changes it.
+        """
+        expected = self.scheme_id if self.scheme_id is not None else (seen[0] if seen else None)
+        if expected is None:
+            seen.append(sig.scheme_id)
+        elif sig.scheme_id != expected:
+            raise SchemeMismatchError(
+                f"this index holds {expected} fingerprints, got {sig.scheme_id}"
+            )
+
+    def _fingerprint(self, value: object, seen: list[str]) -> int:
+        if isinstance(value, Signature):
+            if len(value) == 0:
+                raise InputError(
+                    f"empty {value.scheme} signature (a text without features) has no "
+                    "fingerprint to index or query"
+                )
+            if value.values.dtype != np.uint64 or len(value) != 1:
+                raise SchemeMismatchError(
+                    f"a Hamming index takes one 64-bit value per signature; {value!r} has "
+                    f"{len(value)} {value.values.dtype} values"
+                )
+            self._check_scheme(value, seen)
+            return int(value.values[0])
+        if isinstance(value, np.unsignedinteger | np.signedinteger):
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputTypeError(
+                f"a fingerprint must be an int in [0, 2**64) or a Signature, "
+                f"got {type(value).__name__}"
+            )
+        if not 0 <= value <= _U64_MAX:
+            raise InputError(
+                f"fingerprint {value} is outside [0, 2**64); signed 64-bit values must be "
+                "reinterpreted as unsigned first (e.g. value & (2**64 - 1))"
+            )
+        return value
+
+    def _fingerprints(self, values: object, seen: list[str]) -> U64:
+        if isinstance(values, np.ndarray):
+            if values.ndim != 1:
+                raise InputError(f"fingerprints must be 1-d, got shape {values.shape}")
+            if values.dtype.kind == "u":
+                return values.astype(np.uint64, copy=False)
+            if values.dtype.kind == "i":
+                if values.size and values.min() < 0:
+                    raise InputError(
+                        "negative fingerprints: reinterpret signed values with .view(np.uint64)"
+                    )
+                return values.astype(np.uint64)
+            raise InputTypeError(
+                f"fingerprints must be an unsigned integer array, got dtype {values.dtype}"
+            )
+        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+            raise InputTypeError(f"fingerprints must be a sequence, got {type(values).__name__}")
+        items = list(values)
+        return np.fromiter(
+            (self._fingerprint(v, seen) for v in items), dtype=np.uint64, count=len(items)
+        )
+
+    def _table_keys(self, fps: U64) -> U64:
+        """(T, n): ``fps`` rotated into each table's frame."""
+        keys = np.empty((len(self._starts), fps.shape[0]), dtype=np.uint64)
+        for t, start in enumerate(self._starts):
+            keys[t] = _rotl(fps, start)
+        return keys
+
+    # -- add / remove ----------------------------------------------------------------------
+
+    def add(self, key: Key, fingerprint: int | np.uint64 | Signature) -> None:
+        """Index ``fingerprint`` under ``key`` (see the class docs for the duplicate policy)."""
+        self.add_many([key], [fingerprint])
+
+    def add_many(self, keys: Sequence[Key], fingerprints: object) -> None:
+        """Index many fingerprints at once (vectorised; all-or-nothing on bad input)."""
+        schemes: list[str] = []
+        fps = self._fingerprints(fingerprints, schemes)
+        km = self._keys
+        norm, repeats = km.prepare(keys)
+        if len(norm) != fps.shape[0]:
+            raise InputError(f"{len(norm)} keys but {fps.shape[0]} fingerprints")
+        fresh = norm
+        if repeats:
+            keep = np.ones(len(norm), dtype=np.bool_)
+            for i, (in_index, where) in repeats.items():
+                previous = int(self._fps[where] if in_index else fps[where])
+                if previous != int(fps[i]):
+                    raise ConflictError(
+                        f"key {norm[i]!r} is already indexed with fingerprint {previous:#018x}; "
+                        f"remove it before adding {int(fps[i]):#018x}"
+                    )
+                keep[i] = False
+            fresh = [k for k, kept in zip(norm, keep.tolist(), strict=True) if kept]
+            fps = fps[keep]
+        if self.scheme_id is None and schemes:
+            self.scheme_id = schemes[0]
+        if not fresh:
+            return
+        start = self._nrows
+        self._reserve(start + len(fresh))
+        self._fps[start : start + len(fresh)] = fps
+        self._alive[start : start + len(fresh)] = True
+        self._nrows += len(fresh)
+        km.append(fresh)
+        rows = np.arange(start, start + len(fresh), dtype=np.uint32)
+        self._tables.insert(self._table_keys(fps), rows, self._alive)
+
+    def _reserve(self, rows: int) -> None:
+        if rows >= 1 << 32:
+            raise InputError("a Hamming index holds at most 2**32 - 1 rows; compact or shard")
+        if rows <= self._fps.shape[0]:
+            return
+        cap = max(rows, 2 * self._fps.shape[0])
+        fps = np.zeros(cap, dtype=np.uint64)
+        fps[: self._nrows] = self._fps[: self._nrows]
+        alive = np.zeros(cap, dtype=np.bool_)
+        alive[: self._nrows] = self._alive[: self._nrows]
+        self._fps, self._alive = fps, alive
+
+    def remove(self, key: Key) -> None:
+        """Remove ``key``; ``NotFoundError`` when it is not indexed."""
+        row = self._keys.row(key)
+        self._alive[row] = False
+        self._keys.drop(row)
+        dead = self._nrows - len(self._keys)
+        if dead > max(self.config.buffer_size, len(self._keys)):
+            self.compact()
+
+    def get(self, key: Key) -> int:
+        """The fingerprint indexed under ``key``; ``NotFoundError`` when absent."""
+        return int(self._fps[self._keys.row(key)])
+
+    def keys(self) -> list[Key]:
+        """The indexed keys, in insertion order."""
+        return [k for k in self._keys.keys if k is not None]
+
+    def compact(self) -> None:
+        """Drop removed rows and merge everything into one sorted segment (same content)."""
+        live = self._alive[: self._nrows]
+        renumber = np.cumsum(live, dtype=np.int64) - 1
+        self._tables.compact(self._alive, renumber)
+        fps = self._fps[: self._nrows][live]
+        n = fps.shape[0]
+        self._fps = np.zeros(max(n, 1024), dtype=np.uint64)
+        self._fps[:n] = fps
+        self._alive = np.zeros(self._fps.shape[0], dtype=np.bool_)
+        self._alive[:n] = True
+        self._nrows = n
+        self._keys.compact()
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def _distance(self, max_distance: int | None) -> int:
+        if max_distance is None:
+            return self.config.max_distance
+        check_int("max_distance", max_distance, low=0)
+        if max_distance >= len(self._starts):
+            raise ConfigError(
+                f"this index answers distances up to {len(self._starts) - 1} exactly "
+                f"({len(self._starts)} blocks); got max_distance={max_distance}"
+            )
+        return max_distance
+
+    def query_rows(
+        self, fingerprints: U64, max_distance: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Raw matches ``(query number, row, distance)``, unordered (for bulk callers)."""
+        widths = self._tables.widths
+        starts = self._start_array
+        parts = []
+        d = np.int64(max_distance)
+        for seg in self._tables.segments:
+            parts.append(
+                hamming_probe_segment(
+                    fingerprints,
+                    starts,
+                    widths,
+                    seg.keys,
+                    seg.rows,
+                    seg.directory,
+                    np.int64(seg.dbits),
+                    self._masks,
+                    self._alive,
+                    d,
+                )
+            )
+        count = self._tables.buffer_count
+        if count:
+            parts.append(
+                hamming_scan(
+                    fingerprints,
+                    self._tables.buffer_keys[0, :count],
+                    self._tables.buffer_rows[:count],
+                    self._alive,
+                    d,
+                )
+            )
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        if len(parts) == 1:
+            return parts[0]
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+        )
+
+    def query(
+        self, fingerprint: int | np.uint64 | Signature, max_distance: int | None = None
+    ) -> list[tuple[Key, int]]:
+        """``(key, distance)`` of every fingerprint within ``max_distance``, sorted by both."""
+        d = self._distance(max_distance)
+        fps = np.array([self._fingerprint(fingerprint, [])], dtype=np.uint64)
+        _, rows, dists = self.query_rows(fps, d)
+        keys = self._keys.lookup(rows.tolist())
+        return [(k, dist) for dist, k in sorted(zip(dists.tolist(), keys, strict=True))]
+
+    def query_many(
+        self, fingerprints: object, max_distance: int | None = None
+    ) -> list[list[tuple[Key, int]]]:
+        """:meth:`query` for each fingerprint, in one vectorised pass."""
+        d = self._distance(max_distance)
+        fps = self._fingerprints(fingerprints, [])
+        out: list[list[tuple[Key, int]]] = [[] for _ in range(fps.shape[0])]
+        qs, rows, dists = self.query_rows(fps, d)
+        keys = self._keys.lookup(rows.tolist())
+        for q, dist, k in zip(qs.tolist(), dists.tolist(), keys, strict=True):
+            out[q].append((k, dist))
+        for result in out:
+            result.sort(key=lambda item: (item[1], item[0]))
+        return out
+
+    # -- persistence -----------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to ``path`` (compacts it first; atomic replace)."""
+        self.compact()
+        n = self._nrows
+        segs = self._tables.segments
+        t = len(self._starts)
+        keys = segs[0].keys if segs else np.zeros((t, 0), dtype=np.uint64)
+        rows = segs[0].rows if segs else np.zeros((t, 0), dtype=np.uint32)
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "fingerprints": self._fps[:n],
+            "table_keys": keys,
+            "table_rows": rows,
+            **self._keys.to_arrays(),
+        }
+        meta = {
+            "config": self.config.to_dict(),
+            "key_kind": self._keys.kind,
+            "rows": n,
+            "scheme_id": self.scheme_id,
+        }
+        write_index_file(path, _MAGIC, meta, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> HammingIndex:
+        """Read an index written by :meth:`save`; ``StoreError`` if the file is not one."""
+        meta, arrays = read_index_file(path, _MAGIC)
+        try:
+            params = dict(meta["config"])
+            if params.get("block_bits") is not None:
+                params["block_bits"] = tuple(params["block_bits"])
+            index = cls(HammingIndexConfig(**params))
+            n = int(meta["rows"])
+            fps = arrays["fingerprints"].astype(np.uint64, copy=False)
+            keys = arrays["table_keys"].astype(np.uint64, copy=False)
+            rows = arrays["table_rows"].astype(np.uint32, copy=False)
+        except (KeyError, TypeError, ConfigError) as exc:
+            raise StoreError(f"{path}: malformed Hamming index metadata: {exc}") from exc
+        t = len(index._starts)
+        if fps.shape != (n,) or keys.shape != (t, n) or rows.shape != (t, n):
+            raise StoreError(f"{path}: array shapes disagree with the metadata")
+        index._keys = KeyMap.from_arrays(meta.get("key_kind"), arrays)
+        if len(index._keys) != n:
+            raise StoreError(f"{path}: {len(index._keys)} keys for {n} fingerprints")
+        index._reserve(n)
+        index._fps[:n] = fps
+        index._alive[:n] = True
+        index._nrows = n
+        if n:
+            if rows.max() >= n:
+                raise StoreError(f"{path}: table row number out of range")
+            index._tables.segments = [Segment(keys, rows, index._tables.min_width)]
+        index.scheme_id = meta.get("scheme_id")
+        return index

@@ -1,0 +1,202 @@
+"""The PostgreSQL store (psycopg 3), for deployments with several service processes.
+
+URL: ``postgresql://user@host:port/db?schema=name`` (``schema`` defaults to ``neardup``; every
+table lives in it, so one database can hold several independent stores).
+
+Concurrency: :meth:`PostgresStore.write` opens a transaction and takes a transaction-scoped
+advisory lock keyed by the schema name (``pg_advisory_xact_lock``), so writers of one store
+are serialised.  A stream ingests inside that lock after replaying the log entries other
+processes appended, so its check-then-insert sees every earlier acknowledged article: the
+decisions are the same as with one process.  Commits are durable per the server's own
+settings (``synchronous_commit=on`` by default).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import xxhash
+
+from neardup.errors import ConfigError, StoreError
+from neardup.store import SCHEMA_VERSION
+from neardup.store._sql import SqlStoreBase
+
+__all__ = ["PostgresStore", "drop_schema"]
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS articles (
+    seq BIGSERIAL PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    text_hash TEXT NOT NULL,
+    date_us BIGINT,
+    source TEXT,
+    title TEXT,
+    text TEXT,
+    status TEXT NOT NULL,
+    original TEXT,
+    event TEXT,
+    fingerprint BIGINT NOT NULL,
+    signature BYTEA NOT NULL,
+    decision TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS articles_original ON articles (original) WHERE original IS NOT NULL;
+CREATE INDEX IF NOT EXISTS articles_event ON articles (event) WHERE event IS NOT NULL;
+CREATE TABLE IF NOT EXISTS events (
+    id TEXT PRIMARY KEY,
+    opened_by TEXT NOT NULL,
+    opened_at_us BIGINT NOT NULL,
+    opened_seq BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS log (
+    seq BIGSERIAL PRIMARY KEY,
+    op TEXT NOT NULL,
+    article_seq BIGINT NOT NULL,
+    arg TEXT NOT NULL
+)
+"""
+
+MIGRATIONS: dict[int, str] = {}
+
+_SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def _split_url(url: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qs(parts.query)
+    schema = query.pop("schema", ["neardup"])[-1]
+    if not _SCHEMA_RE.match(schema):
+        raise ConfigError(f"PostgreSQL schema name must be an identifier, got {schema!r}")
+    rest = urllib.parse.urlencode({k: v[-1] for k, v in query.items()})
+    conninfo = urllib.parse.urlunsplit(parts._replace(query=rest))
+    return conninfo, schema
+
+
+def _lock_key(schema: str) -> int:
+    # A stable signed 64-bit key (never Python's salted hash()).
+    value = xxhash.xxh64_intdigest(f"neardup-store:{schema}".encode(), seed=0)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def drop_schema(url: str) -> None:
+    """Drop the store's schema and everything in it (tests and tear-down)."""
+    import psycopg
+
+    conninfo, schema = _split_url(url)
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot drop PostgreSQL schema {schema!r}: {exc}") from exc
+
+
+class PostgresStore(SqlStoreBase):
+    """A :class:`~neardup.store.Store` in a PostgreSQL schema (see the module docstring)."""
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        import psycopg
+
+        self._psycopg = psycopg
+        self.url = url
+        conninfo, self.schema = _split_url(url)
+        self._key = _lock_key(self.schema)
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            self._conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL store: {exc}") from exc
+        try:
+            with self.write():
+                exists = self._conn.execute(
+                    "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+                ).fetchone()
+                if exists is None and not create:
+                    raise StoreError(f"PostgreSQL store schema {self.schema!r} does not exist")
+                self._conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                self._conn.execute(f'SET search_path TO "{self.schema}"')
+                for statement in _DDL.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._check_version()
+        except psycopg.Error as exc:
+            self._conn.close()
+            raise StoreError(f"cannot initialise PostgreSQL store: {exc}") from exc
+        except BaseException:
+            self._conn.close()
+            raise
+        self._conn.execute(f'SET search_path TO "{self.schema}"')
+
+    def _check_version(self) -> None:
+        found = self.meta_get("schema_version")
+        if found is None:
+            self.meta_set("schema_version", str(SCHEMA_VERSION))
+            return
+        version = int(found)
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"store schema version {version} is newer than this neardup supports "
+                f"({SCHEMA_VERSION}); upgrade neardup"
+            )
+        while version < SCHEMA_VERSION:
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            version += 1
+            self.meta_set("schema_version", str(version))
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", "%s")
+
+    def _exec(self, text: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            return self._conn.execute(self._sql(text), tuple(params))
+        except self._psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL store {self.schema!r}: {exc}") from exc
+
+    def _insert_returning_seq(self, text: str, params: Sequence[Any]) -> int:
+        row = self._exec(text + " RETURNING seq", params).fetchone()
+        return int(row[0])
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """A transaction holding the store's advisory lock (re-entrant)."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                tx = self._conn.transaction()
+                tx.__enter__()
+            except self._psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL store {self.schema!r}: {exc}") from exc
+            self._depth = 1
+            try:
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
+                yield
+            except BaseException as exc:
+                self._depth = 0
+                with suppress(self._psycopg.Error):
+                    tx.__exit__(type(exc), exc, exc.__traceback__)
+                if isinstance(exc, self._psycopg.Error):
+                    raise StoreError(f"PostgreSQL store {self.schema!r}: {exc}") from exc
+                raise
+            self._depth = 0
+            try:
+                tx.__exit__(None, None, None)
+            except self._psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL store {self.schema!r}: commit failed: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._conn.close()

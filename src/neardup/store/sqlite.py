@@ -1,0 +1,180 @@
+"""The embedded SQLite store: one file, WAL journal, serialised writers.
+
+Durability (measured in ``benchmarks/bench_ingest.py``, documented in ``docs/stream.md``):
+
+* ``synchronous=normal`` (default): in WAL mode a committed transaction is in the WAL file
+  before ``COMMIT`` returns, so it survives the process being killed (``kill -9``,
+  ``tests/test_durability.py``).  Only an OS crash or power loss can roll back the last
+  transactions (never corrupting the file).
+* ``synchronous=full``: the WAL is also fsync'ed at every commit, so commits survive power
+  loss too, at the cost of one fsync per committed batch.
+
+Choose with ``sqlite:///path.db?synchronous=full``.  Several processes may share one file:
+writers serialise on ``BEGIN IMMEDIATE`` (waiting up to ``busy_timeout`` ms, default 30 s).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from neardup.config import check_choice
+from neardup.errors import ConfigError, StoreError
+from neardup.store import SCHEMA_VERSION
+from neardup.store._sql import SqlStoreBase
+
+__all__ = ["SQLiteStore"]
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS articles (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    text_hash TEXT NOT NULL,
+    date_us INTEGER,
+    source TEXT,
+    title TEXT,
+    text TEXT,
+    status TEXT NOT NULL,
+    original TEXT,
+    event TEXT,
+    fingerprint INTEGER NOT NULL,
+    signature BLOB NOT NULL,
+    decision TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS articles_original ON articles (original) WHERE original IS NOT NULL;
+CREATE INDEX IF NOT EXISTS articles_event ON articles (event) WHERE event IS NOT NULL;
+CREATE TABLE IF NOT EXISTS events (
+    id TEXT PRIMARY KEY,
+    opened_by TEXT NOT NULL,
+    opened_at_us INTEGER NOT NULL,
+    opened_seq INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS log (
+    seq INTEGER PRIMARY KEY,
+    op TEXT NOT NULL,
+    article_seq INTEGER NOT NULL,
+    arg TEXT NOT NULL
+);
+"""
+
+# MIGRATIONS[v] upgrades a store from schema version v to v + 1.
+MIGRATIONS: dict[int, str] = {}
+
+
+def parse_sqlite_url(url: str) -> tuple[str, dict[str, str]]:
+    """``sqlite:///abs``, ``sqlite://rel``, a plain path or ``:memory:`` -> (path, options)."""
+    path = url
+    query = ""
+    if url.startswith("sqlite://"):
+        rest = url[len("sqlite://") :]
+        path, _, query = rest.partition("?")
+        path = urllib.parse.unquote(path)
+        if path.startswith("//"):  # sqlite:////abs/path
+            path = path[1:]
+    elif "?" in url and not Path(url).exists():
+        path, _, query = url.partition("?")
+    options = {k: v[-1] for k, v in urllib.parse.parse_qs(query).items()}
+    if not path:
+        raise ConfigError(f"SQLite store URL {url!r} names no file")
+    return path, options
+
+
+class SQLiteStore(SqlStoreBase):
+    """A :class:`~neardup.store.Store` in one SQLite file (see the module docstring)."""
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        self.url = url
+        path, options = parse_sqlite_url(url)
+        unknown = set(options) - {"synchronous", "busy_timeout"}
+        if unknown:
+            raise ConfigError(f"unknown SQLite store option(s): {', '.join(sorted(unknown))}")
+        self.synchronous = options.get("synchronous", "normal").lower()
+        check_choice("synchronous", self.synchronous, ("normal", "full"))
+        try:
+            busy_ms = int(options.get("busy_timeout", "30000"))
+        except ValueError as exc:
+            raise ConfigError("busy_timeout must be an integer (milliseconds)") from exc
+        self.path = path
+        if path != ":memory:" and not create and not Path(path).exists():
+            raise StoreError(f"store {path!r} does not exist")
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if path != ":memory:" and str(mode).lower() != "wal":
+                raise StoreError(f"store {path!r}: could not switch to WAL mode (got {mode})")
+            self._conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+            self._init_schema()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {path!r}: {exc}") from exc
+
+    def _init_schema(self) -> None:
+        with self.write():
+            for statement in _DDL.split(";"):
+                if statement.strip():
+                    self._exec(statement)
+            found = self.meta_get("schema_version")
+            if found is None:
+                self.meta_set("schema_version", str(SCHEMA_VERSION))
+                return
+            version = int(found)
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"store schema version {version} is newer than this neardup supports "
+                    f"({SCHEMA_VERSION}); upgrade neardup"
+                )
+            while version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        self._exec(statement)
+                version += 1
+                self.meta_set("schema_version", str(version))
+
+    def _exec(self, text: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            return self._conn.execute(text, tuple(params))
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
+
+    def _insert_returning_seq(self, text: str, params: Sequence[Any]) -> int:
+        cur = self._exec(text, params)
+        return int(cur.lastrowid)
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (re-entrant: inner calls join the outer one)."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._exec("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._conn.rollback()
+                raise
+            self._depth = 0
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._conn.rollback()
+                raise StoreError(f"SQLite store {self.path!r}: commit failed: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock, suppress(sqlite3.Error):
+            self._conn.close()

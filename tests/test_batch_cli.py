@@ -1,0 +1,165 @@
+"""``neardup dedup`` / ``neardup pairs``: outputs, summary, edge cases and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from neardup.batch.io import check_complete
+from neardup.cli import main
+
+STORY = (
+    "The central bank raised its key interest rate by half a point on Tuesday, citing rising "
+    "inflation and a weaker currency, and said further increases were possible if price "
+    "pressures did not ease in the coming months."
+)
+OTHER = (
+    "Crude oil prices fell sharply in early trading after producers agreed to lift output "
+    "quotas, traders said, with benchmark futures down more than two dollars a barrel."
+)
+
+
+def _corpus(tmp_path: Path, extra_lines: list[str] | None = None) -> Path:
+    rows = [
+        {"doc": "a", "body": STORY, "when": "1987-03-02T00:00:00Z", "keepme": [1, 2]},
+        {"doc": "b", "body": STORY + " Analysts expected it.", "when": "1987-03-01T00:00:00Z"},
+        {"doc": "c", "body": OTHER, "when": None},
+    ]
+    lines = [json.dumps(r) for r in rows] + (extra_lines or [])
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+FIELDS = ["--id-field", "doc", "--text-field", "body", "--date-field", "when"]
+
+
+def test_dedup_command_writes_rows_kept_and_summary(tmp_path: Path, capsys) -> None:
+    src = _corpus(tmp_path)
+    out = tmp_path / "out.jsonl"
+    kept = tmp_path / "kept.jsonl"
+    argv = ["dedup", str(src), "-o", str(out), "--write-kept", str(kept), *FIELDS]
+    assert _exit_code([*argv, "--threshold", "0.6"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows == [
+        {"id": "a", "cluster": "b", "duplicate_of": "b", "score": rows[0]["score"]},
+        {"id": "b", "cluster": "b", "duplicate_of": None, "score": None},
+        {"id": "c", "cluster": "c", "duplicate_of": None, "score": None},
+    ]
+    assert 0.6 <= rows[0]["score"] < 1.0
+    kept_rows = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert [r["doc"] for r in kept_rows] == ["b", "c"]
+    check_complete(out)
+    check_complete(kept)
+    err = capsys.readouterr().err
+    for word in ("documents: 3", "clusters: 2", "removed: 1", "time:"):
+        assert word in err
+
+
+def test_keep_first_and_quiet(tmp_path: Path, capsys) -> None:
+    src = _corpus(tmp_path)
+    out = tmp_path / "out.jsonl"
+    code = _exit_code(
+        ["dedup", str(src), "-o", str(out), "--keep", "first", "--threshold", "0.6", "-q", *FIELDS]
+    )
+    assert code == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[1]["duplicate_of"] == "a"
+    assert capsys.readouterr().err == ""
+
+
+def test_pairs_command(tmp_path: Path) -> None:
+    src = _corpus(tmp_path)
+    out = tmp_path / "pairs.jsonl"
+    argv = ["pairs", str(src), "-o", str(out), "--min-score", "0.5", "-q", *FIELDS]
+    assert _exit_code([*argv, "--duplicate-score", "0.95"]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (row["id_a"], row["id_b"]) == ("a", "b")
+    assert row["relation"] == "partial"  # a is wholly contained in b
+    assert row["containment"] == 1.0
+
+
+def test_against_option(tmp_path: Path) -> None:
+    src = _corpus(tmp_path)
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"doc": "old-c", "body": OTHER}) + "\n")
+    out = tmp_path / "out.jsonl"
+    argv = ["dedup", str(src), "-o", str(out), "--against", str(old), "-q", *FIELDS]
+    assert _exit_code([*argv, "--threshold", "0.6"]) == 0
+    rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert set(rows) == {"a", "b", "c"}
+    assert rows["c"]["duplicate_of"] == "old-c"
+
+
+def test_malformed_line_exit_65_with_line_number(tmp_path: Path, capsys) -> None:
+    src = _corpus(tmp_path, extra_lines=["{broken"])
+    out = tmp_path / "out.jsonl"
+    assert _exit_code(["dedup", str(src), "-o", str(out), "-q", *FIELDS]) == 65
+    err = capsys.readouterr().err
+    assert f"{src}:4: not valid JSON" in err
+    assert "Traceback" not in err
+    assert not out.exists()
+    assert _exit_code(["dedup", str(src), "-o", str(out), "--skip-invalid", *FIELDS]) == 0
+    err = capsys.readouterr().err
+    assert "skipped invalid: 1" in err
+    assert f"{src}:4" in err
+    assert len(out.read_text().splitlines()) == 3
+
+
+def test_non_utf8_and_duplicate_ids(tmp_path: Path, capsys) -> None:
+    src = _corpus(tmp_path)
+    with src.open("ab") as fh:
+        fh.write(b'{"doc": "x", "body": "caf\xe9"}\n')
+        fh.write(json.dumps({"doc": "a", "body": "again"}).encode() + b"\n")
+    out = tmp_path / "out.jsonl"
+    assert _exit_code(["dedup", str(src), "-o", str(out), "-q", *FIELDS]) == 65
+    assert "not valid UTF-8" in capsys.readouterr().err
+    assert _exit_code(["dedup", str(src), "-o", str(out), "--skip-invalid", *FIELDS]) == 0
+    err = capsys.readouterr().err
+    assert "skipped invalid: 1" in err
+    assert "skipped duplicate ids: 1" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["--threshold", "1.5"], 2),
+        (["--threshold", "0"], 2),
+        (["--method", "nope"], 2),
+        (["--keep", "random"], 2),
+        (["--num-perm", "1"], 2),
+        (["--workers", "abc"], 2),
+    ],
+)
+def test_bad_options_exit_2(tmp_path: Path, args: list[str], code: int) -> None:
+    src = _corpus(tmp_path)
+    assert _exit_code(["dedup", str(src), "-o", str(tmp_path / "o.jsonl"), *args, *FIELDS]) == code
+
+
+def test_missing_input_exit_66_and_missing_output_option(tmp_path: Path) -> None:
+    assert _exit_code(["dedup", str(tmp_path / "none.jsonl"), "-o", str(tmp_path / "o")]) == 66
+    assert _exit_code(["dedup", str(_corpus(tmp_path))]) == 2
+
+
+def test_missing_text_field_is_exit_65(tmp_path: Path, capsys) -> None:
+    src = _corpus(tmp_path)  # default field names do not exist in this corpus
+    assert _exit_code(["dedup", str(src), "-o", str(tmp_path / "o.jsonl")]) == 65
+    assert "missing its 'id' field" in capsys.readouterr().err
+
+
+def test_unreachable_scheduler_exit_74(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr("neardup.batch.engine.SCHEDULER_TIMEOUT", "1s")
+    src = _corpus(tmp_path)
+    argv = ["dedup", str(src), "-o", str(tmp_path / "o.jsonl"), "-q", *FIELDS]
+    assert _exit_code([*argv, "--scheduler", "tcp://127.0.0.1:9"]) == 74
+    assert "Dask scheduler" in capsys.readouterr().err

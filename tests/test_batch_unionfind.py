@@ -1,0 +1,82 @@
+"""Union-find: components equal graph reachability (BFS oracle), whatever the edge order."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.batch.unionfind import UnionFind, component_labels
+from neardup.errors import InputError
+
+
+def _bfs_labels(n: int, edges: list[tuple[int, int]]) -> list[int]:
+    adjacency: dict[int, list[int]] = collections.defaultdict(list)
+    for a, b in edges:
+        adjacency[a].append(b)
+        adjacency[b].append(a)
+    labels = [-1] * n
+    for start in range(n):
+        if labels[start] != -1:
+            continue
+        labels[start] = start  # BFS from the smallest unvisited vertex: label = component min
+        queue = collections.deque([start])
+        while queue:
+            v = queue.popleft()
+            for w in adjacency[v]:
+                if labels[w] == -1:
+                    labels[w] = start
+                    queue.append(w)
+    return labels
+
+
+graphs = st.integers(min_value=1, max_value=60).flatmap(
+    lambda n: st.tuples(
+        st.just(n),
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n
+        ),
+    )
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs, st.randoms(use_true_random=False))
+def test_labels_equal_bfs_components_in_any_order(graph, rnd) -> None:
+    n, edges = graph
+    expected = _bfs_labels(n, edges)
+    shuffled = list(edges)
+    rnd.shuffle(shuffled)
+    for order in (edges, shuffled, [(b, a) for a, b in shuffled]):
+        left = np.array([a for a, _ in order], dtype=np.int64)
+        right = np.array([b for _, b in order], dtype=np.int64)
+        assert component_labels(n, left, right).tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(graphs)
+def test_batched_unions_equal_one_batch(graph) -> None:
+    n, edges = graph
+    uf = UnionFind(n)
+    for a, b in edges:  # one edge at a time
+        uf.union([a], [b])
+    left = [a for a, _ in edges]
+    right = [b for _, b in edges]
+    assert uf.labels().tolist() == component_labels(n, left, right).tolist()
+    # Idempotent: adding the same edges again changes nothing.
+    uf.union(left, right)
+    assert uf.labels().tolist() == _bfs_labels(n, edges)
+
+
+def test_empty_and_bad_input() -> None:
+    assert component_labels(0, [], []).shape == (0,)
+    assert component_labels(3, [], []).tolist() == [0, 1, 2]
+    with pytest.raises(InputError):
+        component_labels(3, [0], [3])
+    with pytest.raises(InputError):
+        component_labels(3, [0, 1], [2])
+    with pytest.raises(InputError):
+        UnionFind(-1)

@@ -1,0 +1,171 @@
+"""``neardup synth`` and ``neardup eval pairs|clusters|origin|alignment`` end to end."""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neardup.cli import main
+from neardup.evaluation.methods import get_method, score_pairs
+from neardup.evaluation.metrics import precision_recall_f1, roc_auc
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory, reuters_docs: list[dict[str, Any]]) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "docs.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for d in reuters_docs[:400]:
+            fh.write(json.dumps(d) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def synth_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("synth")
+    with pytest.MonkeyPatch.context():
+        try:
+            main(["synth", str(corpus), "-o", str(out), "--max-originals", "60", "--seed", "5"])
+        except SystemExit as exc:  # pragma: no cover - a failure shows in the asserts below
+            assert not exc.code
+    return out
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_synth_writes_labelled_benchmark(
+    synth_dir: Path, corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = _lines(synth_dir / "docs.jsonl")
+    labels = _lines(synth_dir / "labels.jsonl")
+    manifest = json.loads((synth_dir / "manifest.json").read_text())
+    assert manifest["docs"] == len(docs) and manifest["pairs"] == len(labels)
+    assert set(manifest["labels"]) == {"duplicate", "similar", "different"}
+    assert not list(synth_dir.glob("*.partial"))
+    # Reproducible: the same seed gives byte-identical files.
+    code, _, err = run(
+        capsys, "synth", str(corpus), "-o", str(tmp_path), "--max-originals", "60", "--seed", "5"
+    )
+    assert code == 0 and "pairs" in err
+    assert (tmp_path / "docs.jsonl").read_bytes() == (synth_dir / "docs.jsonl").read_bytes()
+    assert (tmp_path / "labels.jsonl").read_bytes() == (synth_dir / "labels.jsonl").read_bytes()
+
+
+def test_eval_pairs_matches_direct_computation(
+    synth_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plots = tmp_path / "plots"
+    code, out, _ = run(
+        capsys,
+        "eval", "pairs", str(synth_dir / "labels.jsonl"), "--docs", str(synth_dir / "docs.jsonl"),
+        "--method", "shingles,minhash", "--threshold", "0.6", "--by", "edit",
+        "--plots", str(plots), "--json",
+    )  # fmt: skip
+    assert code == 0
+    result = json.loads(out)["methods"]
+    assert set(result) == {"shingles", "minhash"}
+    labels = _lines(synth_dir / "labels.jsonl")
+    texts = {d["id"]: d["text"] for d in _lines(synth_dir / "docs.jsonl")}
+    pairs = [(p["id1"], p["id2"]) for p in labels]
+    y = [p["label"] == "duplicate" for p in labels]
+    scores = score_pairs(get_method("shingles"), pairs, texts)
+    direct = precision_recall_f1(scores, y, 0.6)
+    assert result["shingles"]["at_threshold"] == direct.to_dict()
+    assert result["shingles"]["roc_auc"] == pytest.approx(roc_auc(scores, y))
+    exact = result["shingles"]["groups"]["exact"]
+    assert exact["recall"] == 1.0 and exact["positives"] == exact["pairs"]
+    for name in ("pr_curves.png", "score_distributions.png"):
+        assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_eval_pairs_readable_output(synth_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "eval", "pairs", str(synth_dir / "labels.jsonl"),
+        "--docs", str(synth_dir / "docs.jsonl"), "--method", "sentences",
+    )  # fmt: skip
+    assert code == 0
+    assert out.splitlines()[0].split()[:2] == ["method", "thr"]
+    assert out.splitlines()[1].startswith("sentences")
+
+
+def test_eval_clusters(synth_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = synth_dir / "docs.jsonl"
+    code, out, _ = run(capsys, "eval", "clusters", str(gold), "--gold", str(gold), "--json")
+    assert code == 0
+    r = json.loads(out)
+    assert r["ari"] == 1.0 and r["bcubed"]["f1"] == 1.0
+    # A prediction that puts every document alone: B-cubed precision 1, recall < 1.
+    docs = _lines(gold)
+    singles = tmp_path / "pred.jsonl"
+    singles.write_text(
+        "".join(json.dumps({"id": d["id"], "duplicate_of": None}) + "\n" for d in docs)
+    )
+    code, out, _ = run(capsys, "eval", "clusters", str(singles), "--gold", str(gold), "--json")
+    r = json.loads(out)
+    groups = [d["synth"]["group"] for d in docs]
+    n = len(docs)
+    sizes: dict[str, int] = {}
+    for g in groups:
+        sizes[g] = sizes.get(g, 0) + 1
+    assert r["bcubed"]["precision"] == 1.0
+    assert r["bcubed"]["recall"] == pytest.approx(sum(1 / sizes[g] for g in groups) / n)
+    assert r["ari"] == pytest.approx(0.0, abs=1e-9)
+    # Chains are followed: c -> b -> a is one cluster.
+    chain = tmp_path / "chain.jsonl"
+    chain.write_text('{"id": "b", "duplicate_of": "a"}\n{"id": "c", "duplicate_of": "b"}\n')
+    gold_abc = tmp_path / "gold.jsonl"
+    gold_abc.write_text('{"ids": ["a", "b", "c"]}\n{"ids": ["d"]}\n')
+    code, out, _ = run(capsys, "eval", "clusters", str(chain), "--gold", str(gold_abc), "--json")
+    assert code == 0 and json.loads(out)["ari"] == 1.0
+
+
+def test_errors_are_clear(
+    synth_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labels, docs = str(synth_dir / "labels.jsonl"), str(synth_dir / "docs.jsonl")
+    code, _, err = run(capsys, "eval", "pairs", labels, "--docs", docs, "--method", "nope")
+    assert code == 2 and "unknown method" in err and "Traceback" not in err
+    code, _, err = run(capsys, "eval", "pairs", labels, "--docs", str(tmp_path / "missing.jsonl"))
+    assert code == 66 and "no such file" in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id1": "a", "id2": "b", "label": "duplicate"}\nnot json\n')
+    code, _, err = run(capsys, "eval", "pairs", str(bad), "--docs", docs)
+    assert code == 65 and "bad.jsonl:2" in err
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text('{"id1": "zz1", "id2": "zz2", "label": 1}\n')
+    code, _, err = run(capsys, "eval", "pairs", str(unknown), "--docs", docs)
+    assert code == 66 and "no document" in err
+    code, _, err = run(capsys, "synth", str(tmp_path / "none.jsonl"), "-o", str(tmp_path / "o"))
+    assert code == 66
+
+
+@pytest.mark.parametrize("name", ["origin", "alignment"])
+def test_hooks_fail_clearly_when_missing(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if importlib.util.find_spec(f"neardup.evaluation.{name}") is not None:
+        module = importlib.import_module(f"neardup.evaluation.{name}")
+        if callable(getattr(module, f"evaluate_{name}", None)):
+            pytest.skip(f"neardup.evaluation.{name} provides the hook; its own tests cover it")
+    f = tmp_path / "x.jsonl"
+    f.write_text("{}\n")
+    code, _, err = run(capsys, "eval", name, str(f), "--gold", str(f))
+    assert code == 2 and f"neardup.evaluation.{name}" in err

@@ -1,0 +1,164 @@
+"""The bucketed table (Section 2.2) and each eviction rule, on constructed cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from neardup.detect.origin import OriginConfig
+from neardup.detect.origin.evict import lucky_bonus
+from neardup.detect.origin.table import BucketTable, UnlimitedTable, entry_bytes
+from neardup.errors import CapacityError
+
+
+def one_bucket(eviction: str, bucket_size: int = 4, estimation: str = "be", **kw: int) -> BucketTable:
+    cfg = OriginConfig(bucket_size=bucket_size, eviction=eviction, estimation=estimation, memory_bytes=1)
+    size = bucket_size * entry_bytes(cfg) + 1
+    return BucketTable(OriginConfig(bucket_size=bucket_size, eviction=eviction,
+                                    estimation=estimation, memory_bytes=size, **kw))
+
+
+def fp(i: int) -> np.uint64:
+    return np.uint64(0x0101_0000_0000_0000 + i * 0x1_0000_0001)
+
+
+def probe(table: BucketTable, ids: list[int], own: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    hits, evicted = table.probe(np.array([fp(i) for i in ids], dtype=np.uint64), own)
+    return hits.found, evicted
+
+
+def stored(table: BucketTable) -> set[int]:
+    keys = {int(fp(i)) & 0xFFFF_FFFF_FFFF: i for i in range(1000)}
+    n = int(table.fill[0])
+    got = set()
+    for s in range(n):
+        low = (int(table.tag_hi[s]) << 32) | int(table.tag_lo[s])
+        got.add(keys[low])
+    return got
+
+
+@pytest.mark.parametrize(("eviction", "estimation", "size"), [
+    ("random", "nb", 14), ("lru", "nb", 14), ("copycount", "nb", 15), ("lucky", "nb", 15),
+    ("lucky", "b", 16), ("lucky", "e", 17), ("lucky", "be", 18), ("random", "be", 17),
+])  # fmt: skip
+def test_bytes_per_entry_are_the_papers(eviction: str, estimation: str, size: int) -> None:
+    assert entry_bytes(OriginConfig(eviction=eviction, estimation=estimation)) == size
+
+
+def test_table_never_exceeds_its_budget() -> None:
+    rng = np.random.default_rng(1)
+    for memory in [1153, 1200, 5000, 65_537, 1_000_003, 20_000_000]:
+        for eviction in ("random", "lru", "copycount", "lucky"):
+            for estimation in ("nb", "e", "b", "be"):
+                cfg = OriginConfig(memory_bytes=memory, eviction=eviction, estimation=estimation)
+                table = BucketTable(cfg)
+                assert table.nbytes <= memory
+                # and the bucket count is the largest that fits
+                assert table.nbytes + table.bucket_bytes > memory
+                fps = rng.integers(0, 2**63, size=3000, dtype=np.int64).astype(np.uint64) * np.uint64(2)
+                table.probe(fps, 0)
+                assert table.nbytes <= memory
+                assert table.stored <= table.capacity
+
+
+def test_memory_too_small_for_one_bucket() -> None:
+    with pytest.raises(CapacityError, match="too small for one bucket"):
+        BucketTable(OriginConfig(memory_bytes=1000))  # 64 x 18 + 1 = 1153 bytes needed
+
+
+def test_hit_returns_stored_facts() -> None:
+    table = one_bucket("lucky")
+    fps = np.array([fp(1), fp(2), fp(3)], dtype=np.uint64)
+    table.probe(fps, own=7)
+    hits, _ = table.probe(np.array([fp(9), fp(2)], dtype=np.uint64), own=8)
+    assert hits.found.tolist() == [False, True]
+    assert hits.origin.tolist() == [8, 7]
+    assert int(hits.offset[1]) == 1  # one shingle was selected before it in doc 7
+    assert int(hits.prev[1]) == int(fp(1)) >> 56 and int(hits.next[1]) == int(fp(3)) >> 56
+
+
+def test_lru_evicts_least_recently_used() -> None:
+    table = one_bucket("lru")
+    probe(table, [1, 2, 3, 4])
+    found, _ = probe(table, [1])  # 1 moves to the end of the queue
+    assert found.tolist() == [True]
+    _, evicted = probe(table, [5], own=1)
+    assert evicted.tolist() == [0]
+    assert stored(table) == {1, 3, 4, 5}
+    probe(table, [6], own=2)
+    assert stored(table) == {1, 4, 5, 6}
+
+
+def test_copy_count_evicts_smallest_count_and_halves() -> None:
+    table = one_bucket("copycount")
+    probe(table, [1, 2, 3, 4])
+    probe(table, [1, 1, 2, 2, 4])
+    probe(table, [5])  # 3 has the smallest count (1)
+    assert stored(table) == {1, 2, 4, 5}
+    assert sorted(table.score[:4].tolist()) == [1, 2, 3, 3]
+    big = one_bucket("copycount", bucket_size=12)
+    probe(big, list(range(12)))
+    probe(big, list(range(9)) * 254)  # nine counters reach 255: no halving yet
+    assert (big.score[:12] == 255).sum() == 9
+    probe(big, [9] * 254)  # the tenth reaches 255 -> all counters halved
+    assert big.score[:12].tolist() == [127] * 10 + [0, 0]
+
+
+def test_random_eviction_is_seeded_and_spread() -> None:
+    counts = np.zeros(4)
+    for seed in range(400):
+        table = one_bucket("random", seed=seed)
+        probe(table, [1, 2, 3, 4])
+        probe(table, [5])
+        counts[sorted({1, 2, 3, 4} - stored(table))[0] - 1] += 1
+    assert counts.min() > 60  # roughly uniform over the four
+    a, b = one_bucket("random", seed=3), one_bucket("random", seed=3)
+    for t in (a, b):
+        probe(t, list(range(1, 30)))
+    assert stored(a) == stored(b)
+
+
+def test_lucky_bonus_rules() -> None:
+    own = 99
+    # one copied block of 11 shingles (positions 2..12) from origin 5 in a doc of 20
+    origins = np.full(20, own, dtype=np.int64)
+    origins[2:13] = 5
+    bonus = lucky_bonus(origins, own, 7).tolist()
+    expected = [0] * 20
+    expected[2] += math.floor(math.sqrt(11 - 2))  # (b) first of block
+    expected[12] += 3  # (b) last of block
+    expected[0] += 3  # (c) document ends
+    expected[19] += 3
+    for j in (6, 13):  # (d) every 7th selected shingle
+        expected[j] += 1
+    assert bonus == expected
+    # blocks of 1 and 2 shingles get nothing from (b)
+    origins = np.array([own, 4, own, 6, 6, own, own], dtype=np.int64)
+    assert lucky_bonus(origins, own, 7).tolist() == [3, 0, 0, 0, 0, 0, 4]
+
+
+def test_lucky_scores_and_halving() -> None:
+    table = one_bucket("lucky")
+    probe(table, [1, 2, 3, 4])
+    assert table.score[:4].tolist() == [1, 1, 1, 1]
+    probe(table, [1, 2])
+    assert table.score[:4].tolist() == [2, 2, 1, 1]
+    fps = np.array([fp(3)], dtype=np.uint64)
+    table.add_scores(fps, np.array([5], dtype=np.int64))
+    assert table.score[:4].tolist() == [2, 2, 6, 1]
+    _, evicted = probe(table, [5], own=3)  # 4 has the lowest score
+    assert stored(table) == {1, 2, 3, 5}
+    # average reaches the limit 11 -> every score halved
+    table.add_scores(fps, np.array([40], dtype=np.int64))  # scores 2,2,46,1 -> mean 12.75
+    assert table.score[:4].tolist() == [1, 1, 23, 0]
+
+
+def test_unlimited_table_never_forgets() -> None:
+    table = UnlimitedTable(OriginConfig.reference())
+    rng = np.random.default_rng(0)
+    fps = rng.integers(0, 2**63, size=5000, dtype=np.int64).astype(np.uint64)
+    table.probe(fps, 0)
+    hits, evicted = table.probe(fps[::-1].copy(), 1)
+    assert hits.found.all() and (hits.origin == 0).all() and evicted.size == 0

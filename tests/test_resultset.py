@@ -1,0 +1,193 @@
+"""Realtime result-set dedup against the brute-force all-pairs oracle, the cache, bad input."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.cli.demo import plant_copies
+from neardup.detect.resultset import (
+    DEFAULT_K,
+    ResultSetDeduper,
+    dedup_result_set,
+    reference_dedup,
+)
+from neardup.errors import ConfigError, InputError, InputTypeError, SchemeMismatchError
+from neardup.similarity import bottomk_jaccard
+from neardup.sketch import Signature, sign
+
+SCHEME = "sentences/v1:test"
+
+
+def sig(values: list[int] | set[int] | frozenset[int], scheme: str = SCHEME) -> Signature:
+    return Signature(scheme, np.array(sorted(values), dtype=np.uint32))
+
+
+def all_pairs_oracle(sigs: list[Signature], threshold: float, k: int) -> list[int]:
+    """Brute force on the definition: smallest j < i with bottom-k similarity >= threshold."""
+    return [
+        next((j for j in range(i) if bottomk_jaccard(sigs[i], sigs[j], k) >= threshold), i)
+        for i in range(len(sigs))
+    ]
+
+
+@pytest.fixture(scope="module")
+def real_sets(reuters_docs: list[dict[str, Any]]) -> list[list[str]]:
+    """Three result sets of 100 real articles each, with 15 planted edited copies."""
+    texts = [d["text"] for d in reuters_docs if len(d["text"]) >= 200]
+    sets = []
+    for seed in range(3):
+        draw = random.Random(seed).sample(texts, 100)
+        ranked, _, _ = plant_copies(draw, 15, seed)
+        sets.append(ranked)
+    return sets
+
+
+@pytest.mark.parametrize("k", [4, 8, 16])
+def test_matches_all_pairs_oracle_on_real_articles(real_sets: list[list[str]], k: int) -> None:
+    for texts in real_sets:
+        sigs = [sign(t, k=k) for t in texts]
+        for threshold in (0.2, 0.5, 0.8, 1.0):
+            expected = all_pairs_oracle(sigs, threshold, k)
+            assert ResultSetDeduper(max_entries=0)(sigs, threshold, k=k) == expected
+            assert reference_dedup(sigs, threshold, k=k) == expected
+
+
+def test_planted_copies_above_threshold_are_found(real_sets: list[list[str]]) -> None:
+    texts = real_sets[0]
+    draw = texts  # the planted set itself
+    sigs = [sign(t) for t in draw]
+    result = dedup_result_set(sigs, 0.5)
+    assert all(r <= i for i, r in enumerate(result))
+    assert all(result[r] <= r for r in result)
+    # Every item removed really is a near-duplicate of the item it points to, and every item
+    # kept is a near-duplicate of no earlier item.
+    for i, r in enumerate(result):
+        if r != i:
+            assert bottomk_jaccard(sigs[i], sigs[r], DEFAULT_K) >= 0.5
+        else:
+            assert all(bottomk_jaccard(sigs[i], sigs[j], DEFAULT_K) < 0.5 for j in range(i))
+    assert len(set(result)) < len(result)  # the planted copies made duplicates
+
+
+def test_planted_copies_are_found_by_edit() -> None:
+    base = [
+        "The central bank cut its key rate by half a point. Analysts had expected the move. "
+        "Markets rose sharply after the news. The currency weakened against the dollar. "
+        f"Officials said more cuts were possible in story {n}."
+        for n in range(5)
+    ]
+    base = [t.replace("story", f"story {'abcde'[n]} item") for n, t in enumerate(base)]
+    texts, _, planted = plant_copies(base, 4, seed=3)
+    result = dedup_result_set([sign(t) for t in texts], 0.5)
+    for p in planted:
+        if p.edit in ("resend", "trimmed", "correction"):
+            assert result[p.position] == p.original or result[p.position] < p.position
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.frozensets(st.integers(0, 30), max_size=12), max_size=25),
+    st.sampled_from([0.1, 0.3, 1 / 3, 0.5, 0.6, 0.75, 1.0]),
+    st.integers(min_value=1, max_value=10),
+)
+def test_matches_oracle_on_overlapping_random_sets(
+    sets: list[frozenset[int]], threshold: float, k: int
+) -> None:
+    sigs = [sig(s) for s in sets]
+    expected = all_pairs_oracle(sigs, threshold, k)
+    assert ResultSetDeduper(max_entries=0)(sigs, threshold, k=k) == expected
+    assert reference_dedup(sigs, threshold, k=k) == expected
+
+
+def test_empty_signatures_duplicate_only_each_other() -> None:
+    sigs = [sig([1, 2]), sig([]), sig([1, 2]), sig([]), sig([3]), sig([])]
+    assert dedup_result_set(sigs, 0.5) == [0, 1, 0, 1, 4, 1]
+    assert dedup_result_set([sign(""), sign("   "), sign("Real text here today.")], 1.0) == [
+        0,
+        0,
+        2,
+    ]
+
+
+def test_sizes_and_default_k() -> None:
+    assert dedup_result_set([], 0.5) == []
+    assert dedup_result_set([sig([5])], 0.5) == [0]
+    rng = np.random.default_rng(7)
+    big = [sig(set(rng.integers(0, 2**32, 16).tolist())) for _ in range(1000)]
+    big[999] = big[3]
+    result = dedup_result_set(big, 0.5)
+    assert result[999] == 3 and result[:999] == list(range(999))
+    # Signatures longer than the default k: k is the longest one (40), both read as full
+    # sketches, window <= 139: 30 of 40 match.  With k=41 nothing was trimmed: exact 30/50.
+    long_a = sig(range(100, 140))
+    long_b = sig(list(range(100, 130)) + list(range(200, 210)))
+    assert bottomk_jaccard(long_a, long_b, 40) == 0.75
+    assert bottomk_jaccard(long_a, long_b, 41) == 0.6
+    assert dedup_result_set([long_a, long_b], 0.75) == [0, 0]
+    assert dedup_result_set([long_a, long_b], 0.7, k=41) == [0, 1]
+    assert dedup_result_set([long_a, long_b], 0.6, k=41) == [0, 0]
+
+
+def test_bad_input() -> None:
+    a = sig([1, 2, 3])
+    with pytest.raises(SchemeMismatchError):
+        dedup_result_set([a, sig([1, 2, 3], scheme="sentences/v1:other")], 0.5)
+    with pytest.raises(InputTypeError):
+        dedup_result_set([a, np.array([1, 2, 3], dtype=np.uint32)], 0.5)  # type: ignore[list-item]
+    with pytest.raises(InputTypeError):
+        dedup_result_set(a, 0.5)  # type: ignore[arg-type]
+    unsorted = Signature(SCHEME, np.array([3, 1], dtype=np.uint32))
+    with pytest.raises(InputError, match="sorted set"):
+        dedup_result_set([a, unsorted], 0.5)
+    for bad in (0.0, -1.0, 1.01, float("nan"), "0.5"):
+        with pytest.raises(ConfigError):
+            dedup_result_set([a], bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        dedup_result_set([a], 0.5, k=0)
+    with pytest.raises(ConfigError):
+        ResultSetDeduper(max_entries=-1)
+
+
+def test_cache_hits_and_bounds() -> None:
+    deduper = ResultSetDeduper(max_entries=2, max_positions=1000)
+    sets = [[sig([n, n + 1]), sig([n, n + 1]), sig([n + 5])] for n in range(0, 40, 10)]
+    first = deduper(sets[0], 0.5)
+    assert first == [0, 0, 2]
+    again = deduper(sets[0], 0.5)
+    assert again == first and deduper.cache_info()["hits"] == 1
+    again.append(99)  # a caller mutating its answer cannot corrupt the cache
+    assert deduper(sets[0], 0.5) == first
+    # A different threshold or k is a different key.
+    deduper(sets[0], 1.0)
+    deduper(sets[0], 1.0, k=3)
+    info = deduper.cache_info()
+    assert info["entries"] == 2 and info["misses"] == 3
+    # LRU: sets[0]@0.5 was evicted by the last two.
+    deduper(sets[0], 0.5)
+    assert deduper.cache_info()["misses"] == 4
+    # The position bound evicts too.
+    small = ResultSetDeduper(max_entries=100, max_positions=5)
+    for s in sets:
+        small(s, 0.5)
+    assert small.cache_info()["positions"] <= 5
+    # Disabled cache still answers.
+    off = ResultSetDeduper(max_entries=0)
+    assert off(sets[1], 0.5) == [0, 0, 2] and off.cache_info()["entries"] == 0
+    deduper.cache_clear()
+    assert deduper.cache_info()["entries"] == 0
+
+
+def test_cached_answer_is_checked_like_a_fresh_one() -> None:
+    # An invalid set is never cached, so it raises every time.
+    deduper = ResultSetDeduper()
+    mixed = [sig([1]), sig([1], scheme="sentences/v1:other")]
+    for _ in range(2):
+        with pytest.raises(SchemeMismatchError):
+            deduper(mixed, 0.5)
+    assert deduper.cache_info()["entries"] == 0

@@ -1,0 +1,203 @@
+"""Token hashes, word shingles and spot signatures: golden values and exact oracles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.errors import ConfigError
+from neardup.shingles import (
+    SPOTSIGS_ANTECEDENTS,
+    hash_forms,
+    hash_set,
+    mix64,
+    spot_signatures,
+    token_hashes,
+    word_shingles,
+)
+from neardup.text import ENGLISH_STOP_WORDS, TextConfig, token_forms, tokenize
+
+PLAIN = TextConfig(stem=False)
+
+# The running example of the SpotSigs paper (Theobald et al., SIGIR 2008).
+OBAMA = (
+    "At a rally to kick off a weeklong campaign for the South Carolina primary, Obama tried "
+    "to set the record straight from an attack circulating widely on the Internet that is "
+    "designed to play into prejudices against Muslims and fears of terrorism."
+)
+
+
+def test_golden_token_hashes() -> None:
+    assert hash_forms(["bank", "england", "東京"]).tolist() == [
+        12916405540467720186,
+        15950263034937808717,
+        5087795124118550966,
+    ]
+    # xxh3_64 of UTF-8 with the seed, nothing else.
+    assert hash_forms(["bank"], seed=7)[0] == xxhash.xxh3_64_intdigest(b"bank", 7)
+
+
+def test_golden_mix64_and_shingles() -> None:
+    assert mix64(np.array([0, 1, 2**64 - 1], dtype=np.uint64)).tolist() == [
+        0,
+        6238072747940578789,
+        13029008266876403067,
+    ]
+    assert word_shingles(hash_forms(["a", "b", "c", "d", "e"]), 4).tolist() == [
+        1080786588548997875,
+        11674240252164605858,
+    ]
+
+
+def shingle_oracle(hashes: list[int], width: int) -> list[int]:
+    """Pure-Python reference of word_shingles (big integers, reduced mod 2**64)."""
+    poly = 0x9E3779B97F4A7C15
+    mask = (1 << 64) - 1
+    n = len(hashes)
+    if n == 0:
+        return []
+    w = min(width, n)
+    out = []
+    for i in range(n - w + 1):
+        acc = 0
+        for h in hashes[i : i + w]:
+            acc = (acc * poly + h) & mask
+        out.append((acc + w) & mask)
+    return mix64(np.array(out, dtype=np.uint64)).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=30), st.integers(1, 9))
+def test_word_shingles_match_oracle(hashes: list[int], width: int) -> None:
+    got = word_shingles(np.array(hashes, dtype=np.uint64), width).tolist()
+    assert got == shingle_oracle(hashes, width)
+
+
+def test_fewer_tokens_than_width_gives_one_shingle() -> None:
+    h = hash_forms(["only", "two"])
+    assert word_shingles(h, 5).shape == (1,)
+    assert word_shingles(h, 5).tolist() == shingle_oracle(h.tolist(), 5)
+    assert word_shingles(np.empty(0, dtype=np.uint64), 4).shape == (0,)
+
+
+def test_width_validation() -> None:
+    for bad in (0, -1, True, 2.0):
+        with pytest.raises(ConfigError):
+            word_shingles(hash_forms(["a"]), bad)  # type: ignore[arg-type]
+
+
+def test_token_hashes_fast_path_equals_slow_path(reuters_docs: list[dict[str, Any]]) -> None:
+    for cfg in (TextConfig(), TextConfig(drop_stop_words=True, numbers="mask")):
+        for doc in reuters_docs[:800]:
+            slow = hash_forms(tokenize(doc["text"], cfg).forms, 0)
+            assert np.array_equal(token_hashes(doc["text"], cfg, 0), slow)
+    weird = "東京株式 \ud800 Привет 3.5 don't"
+    assert np.array_equal(
+        token_hashes(weird, PLAIN, 3), hash_forms(tokenize(weird, PLAIN).forms, 3)
+    )
+
+
+# --- SpotSigs ---------------------------------------------------------------------------
+
+
+def spot_oracle(
+    forms: list[str], antecedents: set[str], stops: set[str], distance: int, chain: int
+) -> list[str]:
+    """SpotSigs chains as strings, built the way the reference implementation reads."""
+    out = []
+    n = len(forms)
+    for i, word in enumerate(forms):
+        if word not in antecedents:
+            continue
+        beads = []
+        pos = i
+        for _ in range(chain):
+            k = pos + distance
+            while k < n and forms[k] in stops:
+                k += 1
+            if k >= n:
+                break
+            beads.append(forms[k])
+            pos = k
+        if beads:
+            out.append(":".join([word, *beads]))
+    return out
+
+
+def spot_hash_of(chain: str) -> int:
+    """Hash of one chain string with the documented combination (antecedent, beads, count)."""
+    parts = chain.split(":")
+    h = hash_forms(parts).tolist()
+    poly, mask = 0x9E3779B97F4A7C15, (1 << 64) - 1
+    acc = h[0]
+    for v in h[1:]:
+        acc = (acc * poly + v) & mask
+    acc = (acc + 0x53504F5400000000 + len(parts) - 1) & mask
+    return int(mix64(np.array([acc], dtype=np.uint64))[0])
+
+
+def test_spotsigs_paper_example() -> None:
+    forms = token_forms(OBAMA, PLAIN)
+    ante = {"a", "an", "the", "is"}
+    chains = spot_oracle(forms, ante, set(ENGLISH_STOP_WORDS), 1, 2)
+    # The seven signatures the paper lists for antecedents {a, an, the, is}, d = 1, c = 2.
+    assert chains == [
+        "a:rally:kick",
+        "a:weeklong:campaign",
+        "the:south:carolina",
+        "the:record:straight",
+        "an:attack:circulating",
+        "the:internet:designed",
+        "is:designed:play",
+    ]
+    got = spot_signatures(
+        hash_forms(forms), hash_set(ante), hash_set(ENGLISH_STOP_WORDS), 1, 2
+    ).tolist()
+    assert got == [spot_hash_of(c) for c in chains]
+
+
+VOCAB = ["the", "a", "is", "of", "bank", "rate", "cut", "oil", "was", "said", "in", "yen"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(VOCAB), max_size=25),
+    st.integers(1, 3),
+    st.integers(1, 4),
+)
+def test_spot_signatures_match_oracle(forms: list[str], distance: int, chain: int) -> None:
+    ante = {"the", "a", "is", "was"}
+    stops = {"the", "a", "is", "of", "was", "said", "in"}
+    got = spot_signatures(hash_forms(forms), hash_set(ante), hash_set(stops), distance, chain)
+    expected = [spot_hash_of(c) for c in spot_oracle(forms, ante, stops, distance, chain)]
+    assert got.tolist() == expected
+
+
+def test_spot_signatures_edge_cases() -> None:
+    empty = np.empty(0, dtype=np.uint64)
+    stops = hash_set(ENGLISH_STOP_WORDS)
+    ante = hash_set(SPOTSIGS_ANTECEDENTS)
+    assert spot_signatures(empty, ante, stops).shape == (0,)
+    assert spot_signatures(hash_forms(["bank", "rate"]), ante, stops).shape == (0,)
+    assert spot_signatures(hash_forms(["bank", "the"]), ante, stops).shape == (0,)  # no bead
+    with pytest.raises(ConfigError):
+        spot_signatures(hash_forms(["the"]), ante, stops, 0, 2)
+    with pytest.raises(ConfigError):
+        spot_signatures(hash_forms(["the"]), ante, stops, 1, 0)
+
+
+def test_golden_spot_signatures() -> None:
+    forms = token_forms(OBAMA, PLAIN)
+    got = spot_signatures(
+        hash_forms(forms), hash_set(SPOTSIGS_ANTECEDENTS), hash_set(ENGLISH_STOP_WORDS)
+    )
+    assert got.shape == (5,)
+    assert xxhash.xxh64_hexdigest(got.astype("<u8").tobytes()) == GOLDEN_OBAMA_DEFAULT
+
+
+GOLDEN_OBAMA_DEFAULT = "746faee4bdb9765d"  # 5 signatures, computed once
