@@ -32,8 +32,9 @@ every 50 ms):
 Quality against the planted truth: pairwise precision/recall/F1 over "same cluster" pairs,
 and the adjusted Rand index.
 
-Run: ``python benchmarks/bench_batch.py --n 100000`` (default 100,000; ``--n 1000000`` for
-the full size).  Results: ``benchmarks/results/batch.json``.
+Run: ``python benchmarks/bench_batch.py`` (default 50,000 documents, about 3 minutes on the
+shared 2-core machine; ``--n 1000000`` for the full size).  Results:
+``benchmarks/results/batch.json``.
 """
 
 from __future__ import annotations
@@ -363,7 +364,7 @@ def machine_info() -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--n", type=int, default=50_000)
     parser.add_argument("--dup-fraction", type=float, default=0.2)
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--workers", type=int, default=2)

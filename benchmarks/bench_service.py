@@ -108,7 +108,7 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu": cpu,
         "cores": os.cpu_count(),
-        "load_average_at_start": os.getloadavg(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "python": platform.python_version(),
         "libraries": versions,
         "wrk": (wrk.stdout or wrk.stderr).splitlines()[0] if (wrk.stdout or wrk.stderr) else None,
@@ -169,6 +169,18 @@ class Server:
         except psutil.Error:
             return 0
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server and its workers so far."""
+        try:
+            root = psutil.Process(self.proc.pid)
+            total = 0.0
+            for p in [root, *root.children(recursive=True)]:
+                t = p.cpu_times()
+                total += t.user + t.system
+            return total
+        except psutil.Error:
+            return 0.0
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -179,7 +191,17 @@ class Server:
                 self.proc.wait()
 
 
-def run_wrk(url: str, lines: list[str], seconds: float, connections: int, tmp: Path) -> dict:
+def run_wrk(server: Server, lines: list[str], seconds: float, connections: int, tmp: Path) -> dict:
+    """wrk over ``lines``; adds the server's CPU milliseconds per request (all workers): a
+    figure that, unlike requests/s, does not depend on what else runs on the machine."""
+    cpu0 = server.cpu_seconds()
+    figures = _wrk(server.url, lines, seconds, connections, tmp)
+    cpu = server.cpu_seconds() - cpu0
+    figures["server_cpu_ms_per_request"] = round(1000 * cpu / max(1, figures["requests"]), 3)
+    return figures
+
+
+def _wrk(url: str, lines: list[str], seconds: float, connections: int, tmp: Path) -> dict:
     script = tmp / "bench.lua"
     script.write_text(WRK_SCRIPT)
     bodies = tmp / f"requests-{time.monotonic_ns()}.txt"
@@ -210,8 +232,10 @@ def run_wrk(url: str, lines: list[str], seconds: float, connections: int, tmp: P
     }
 
 
-def bench_ingest(url: str, docs: list[dict[str, Any]]) -> dict[str, Any]:
+def bench_ingest(server: Server, docs: list[dict[str, Any]]) -> dict[str, Any]:
+    url = server.url
     half = len(docs) // 2
+    cpu0 = server.cpu_seconds()
     batched, singles = docs[:half], docs[half:]
     with httpx.Client(base_url=url, timeout=120) as client:
         start = time.perf_counter()
@@ -219,6 +243,7 @@ def bench_ingest(url: str, docs: list[dict[str, Any]]) -> dict[str, Any]:
             res = client.post("/v1/documents", json=batched[i : i + 100])
             res.raise_for_status()
         batch_s = time.perf_counter() - start
+    cpu_batch = server.cpu_seconds() - cpu0
     errors: list[str] = []
 
     def post_each(chunk: list[dict[str, Any]]) -> None:
@@ -235,16 +260,19 @@ def bench_ingest(url: str, docs: list[dict[str, Any]]) -> dict[str, Any]:
     for t in threads:
         t.join()
     single_s = time.perf_counter() - start
+    cpu_single = server.cpu_seconds() - cpu0 - cpu_batch
     return {
         "batch_of_100": {
             "articles": len(batched),
             "seconds": round(batch_s, 2),
             "articles_per_s": round(len(batched) / batch_s, 1),
+            "server_cpu_ms_per_article": round(1000 * cpu_batch / len(batched), 3),
         },
         "one_per_request_4_clients": {
             "articles": len(singles),
             "seconds": round(single_s, 2),
             "articles_per_s": round(len(singles) / single_s, 1),
+            "server_cpu_ms_per_article": round(1000 * cpu_single / len(singles), 3),
             "errors": len(errors),
         },
     }
@@ -258,9 +286,11 @@ def dedup_lines(ids: list[str], sets: int, seed: int) -> list[str]:
     ]
 
 
-def soak_lines(ids: list[str], docs: list[dict[str, Any]], n: int, seed: int) -> list[str]:
-    """A mixed-traffic request list (wrk cycles through it; new-article ids never repeat
-    within one cycle, and a repeat afterwards is an idempotent re-ingest)."""
+def soak_lines(
+    ids: list[str], docs: list[dict[str, Any]], n: int, seed: int, prefix: str
+) -> list[str]:
+    """A mixed-traffic request list (wrk cycles through it; new-article ids are unique per
+    list, and a repeat in a later cycle is an idempotent re-ingest of the same text)."""
     rng = random.Random(seed)
     lines = []
     for i in range(n):
@@ -280,7 +310,7 @@ def soak_lines(ids: list[str], docs: list[dict[str, Any]], n: int, seed: int) ->
             lines.append("GET /healthz")
         else:
             doc = rng.choice(docs)
-            new = {**doc, "id": f"soak-{i}", "text": doc["text"] + f" (soak edit {i})"}
+            new = {**doc, "id": f"{prefix}-{i}", "text": doc["text"] + f" ({prefix} edit {i})"}
             lines.append("POST /v1/documents " + json.dumps(new, separators=(",", ":")))
     return lines
 
@@ -305,21 +335,21 @@ def main() -> None:
         tmp = Path(tmpdir)
         server = Server(f"sqlite:///{tmp / 'bench.db'}", args.workers)
         try:
-            results["ingest"] = bench_ingest(server.url, corpus)
+            results["ingest"] = bench_ingest(server, corpus)
             print("ingest", json.dumps(results["ingest"]), flush=True)
             ids = [d["id"] for d in corpus]
             # warm each worker's signature cache (stored ids are signed once per process)
-            run_wrk(server.url, dedup_lines(ids, 60, 1), 3, 4, tmp)
+            run_wrk(server, dedup_lines(ids, 60, 1), 3, 4, tmp)
             distinct = dedup_lines(ids, 6000, 2)  # > the 4,096-set session cache: all misses
             repeated = dedup_lines(ids, 10, 3)
             results["dedup_100_ids"] = {}
             for conns in (int(c) for c in args.connections.split(",")):
-                for name, lines in (("distinct_sets", distinct), ("repeated_sets", repeated)):
-                    figures = run_wrk(server.url, lines, args.duration, conns, tmp)
+                for name, lines in (("repeated_sets", repeated), ("distinct_sets", distinct)):
+                    figures = run_wrk(server, lines, args.duration, conns, tmp)
                     results["dedup_100_ids"][f"{name}_c{conns}"] = figures
                     print(f"dedup {name} c={conns}", json.dumps(figures), flush=True)
 
-            lines = soak_lines(ids, extra, 20000, 4)
+            lines = soak_lines(ids, extra, 20000, 4, "soak")
             samples: list[tuple[float, int]] = []
             stop = threading.Event()
 
@@ -329,10 +359,12 @@ def main() -> None:
                     samples.append((time.monotonic() - t0, server.rss_bytes()))
                     stop.wait(1.0)
 
+            # warm-up (not measured): first origin query, caches, lazily committed pages
+            run_wrk(server, soak_lines(ids, extra, 2000, 5, "warmup"), 5, 8, tmp)
             sampler = threading.Thread(target=sample)
             sampler.start()
             try:
-                soak = run_wrk(server.url, lines, args.soak, 8, tmp)
+                soak = run_wrk(server, lines, args.soak, 8, tmp)
             finally:
                 stop.set()
                 sampler.join()
@@ -345,11 +377,19 @@ def main() -> None:
                 "rss_max_mb": round(max(rss) / 2**20, 1),
                 "rss_min_mb": round(min(rss) / 2**20, 1),
             }
+            half = rss[len(rss) // 2 :]
+            soak["memory"]["second_half_slope_mb_per_min"] = (
+                round((half[-1] - half[0]) / 2**20 / max(1e-9, len(half) - 1) * 60, 2)
+                if len(half) > 1
+                else 0.0
+            )
             soak["memory"]["growth_mb"] = round(
                 soak["memory"]["rss_last_fifth_mb"] - soak["memory"]["rss_first_fifth_mb"], 1
             )
             soak["duration_parameter_s"] = args.soak
-            soak["mix"] = "60% dedup, 12% document, 12% similar, 5% events, 4% origin, 2% health, 5% ingest"
+            soak["mix"] = (
+                "60% dedup, 12% document, 12% similar, 5% events, 4% origin, 2% health, 5% ingest"
+            )
             results["soak"] = soak
             print("soak", json.dumps(soak), flush=True)
             metrics = httpx.get(server.url + "/metrics", timeout=10).text
@@ -371,6 +411,7 @@ def main() -> None:
         "ingest_ge_500_per_s": results["ingest"]["batch_of_100"]["articles_per_s"] >= 500,
         "soak_zero_errors": results["soak"]["errors"] == 0,
     }
+    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results["goals"]), f"saved {RESULTS}")

@@ -157,15 +157,59 @@ def test_errors_are_clear(
     assert code == 66
 
 
-@pytest.mark.parametrize("name", ["origin", "alignment"])
-def test_hooks_fail_clearly_when_missing(
-    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_alignment_hook_wiring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if importlib.util.find_spec(f"neardup.evaluation.{name}") is not None:
-        module = importlib.import_module(f"neardup.evaluation.{name}")
-        if callable(getattr(module, f"evaluate_{name}", None)):
-            pytest.skip(f"neardup.evaluation.{name} provides the hook; its own tests cover it")
-    f = tmp_path / "x.jsonl"
-    f.write_text("{}\n")
-    code, _, err = run(capsys, "eval", name, str(f), "--gold", str(f))
-    assert code == 2 and f"neardup.evaluation.{name}" in err
+    """The hook passes --data/--limit through and renders the module's scores (the module's
+    own computation is tested with it)."""
+    if importlib.util.find_spec("neardup.evaluation.alignment") is None:
+        code, _, err = run(capsys, "eval", "alignment", "--data", str(tmp_path))
+        assert code == 2 and "neardup.evaluation.alignment" in err
+        return
+    alignment = importlib.import_module("neardup.evaluation.alignment")
+    calls: list[tuple[Any, Any]] = []
+
+    def fake(data_dir: Any, *, limit: Any = None, **_: Any) -> dict[str, Any]:
+        calls.append((data_dir, limit))
+        return {"02-no-obfuscation": alignment.AlignmentScore("02-no-obfuscation", 2, 100, 80, 60)}
+
+    monkeypatch.setattr(alignment, "evaluate_alignment", fake)
+    code, out, _ = run(
+        capsys, "eval", "alignment", "--data", str(tmp_path), "--limit", "2", "--json"
+    )
+    assert code == 0 and calls == [(tmp_path, 2)]
+    v = json.loads(out)["categories"]["02-no-obfuscation"]
+    assert v["precision"] == pytest.approx(0.75) and v["recall"] == pytest.approx(0.6)
+
+
+def test_hooks_fail_clearly_on_missing_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "eval", "alignment", "--data", str(tmp_path))
+    assert code in (2, 65) and "Traceback" not in err and err.strip()
+
+
+def test_report_runs_end_to_end(tmp_path: Path) -> None:
+    """The one-command report on a small slice: Markdown, plots and JSON agree."""
+    from conftest import DATA_DIR, data_path
+    from neardup.evaluation.report import run_report
+
+    data_path("reuters21578", "docs.jsonl.gz")
+    data_path("clough_stevenson", "labels.jsonl.gz")
+    results = run_report(
+        DATA_DIR,
+        tmp_path,
+        tmp_path / "evaluation.json",
+        max_originals=25,
+        methods=["shingles", "minhash"],
+        sections=("perturbation", "clough"),
+    )
+    md = (tmp_path / "evaluation.md").read_text()
+    saved = json.loads((tmp_path / "evaluation.json").read_text())
+    pert = saved["perturbation"]["methods"]
+    assert set(pert) == {"shingles", "minhash", "lcs", "shingles+lcs", "minhash+lcs"}
+    f1 = pert["shingles"]["duplicate"]["best"]["f1"]
+    assert "| shingles | " in md and f"{f1:.3f}" in md
+    assert results["clough"]["methods"]["shingles"]["auc_reuse_vs_non"] > 0.9
+    assert (tmp_path / "img" / "eval_perturbation_pr.png").stat().st_size > 1000
+    assert saved["machine"]["python"] and saved["machine"]["date"]

@@ -94,6 +94,20 @@ def test_clean_gzip_input_and_stdin(reuters_docs: list[dict[str, Any]], tmp_path
         cli, ["ingest", "-", "--store", str(tmp_path / "stdin.db")], input=text
     )
     assert res2.exit_code == 0 and res2.stdout == res.stdout
+    res3 = invoke(
+        "ingest",
+        str(path),
+        "--store",
+        str(tmp_path / "l.db"),
+        "--candidates",
+        "simhash+lsh",
+        "--verify",
+        "lcs",
+        "--window-days",
+        "30",
+    )
+    assert res3.exit_code == 0, res3.stderr
+    assert [json.loads(x)["id"] for x in res3.stdout.splitlines()] == [d["id"] for d in docs]
 
 
 def test_missing_input_and_bad_store(tmp_path: Path) -> None:

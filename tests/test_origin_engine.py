@@ -3,6 +3,7 @@ copies, segment offsets, save/reload continuity, bad input."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from pathlib import Path
@@ -18,7 +19,9 @@ from neardup.text import tokenize
 K = 8
 
 
-def planted_stream(reuters_docs: list[dict[str, Any]], n: int = 400) -> tuple[list[tuple[str, str]], dict[str, tuple[str, int, int]]]:
+def planted_stream(
+    reuters_docs: list[dict[str, Any]], n: int = 400
+) -> tuple[list[tuple[str, str]], dict[str, tuple[str, int, int]]]:
     """Reuters docs in order, plus after every 4th doc one that copies a passage of an
     earlier doc between unique filler words.  Returns the stream and, per planted doc,
     (source id, start, end) of the copied passage inside the planted doc's text."""
@@ -99,11 +102,13 @@ def test_segments_map_back_to_the_copied_text(reuters_docs: list[dict[str, Any]]
         assert copied, doc_id
         # the copied segments tile exactly the planted passage (filler words are unique)
         assert copied[0].start == start and copied[-1].end == end
-        for a, b in zip(copied, copied[1:], strict=False):
+        for a, b in itertools.pairwise(copied):
             assert len(tokenize(text[a.end : b.start], TEXT_CONFIG)) == 0  # no token between
         for seg in copied:
             assert order[seg.origin] <= order[src]  # the source or an even earlier doc
-        assert any(seg.origin == src for seg in copied) or all(order[s.origin] < order[src] for s in copied)
+        assert any(seg.origin == src for seg in copied) or all(
+            order[s.origin] < order[src] for s in copied
+        )
         # novel segments are exactly the filler
         novel = [s for s in rep.segments if not s.copied]
         assert all(text[s.start : s.end].startswith("zq") for s in novel)
@@ -117,12 +122,20 @@ def test_segments_map_back_to_the_copied_text(reuters_docs: list[dict[str, Any]]
         OriginConfig(memory_bytes=60_000),
         OriginConfig(memory_bytes=60_000, eviction="random", estimation="nb"),
         OriginConfig(memory_bytes=60_000, eviction="lru", estimation="e", selection="winnowing"),
-        OriginConfig(memory_bytes=60_000, eviction="copycount", estimation="b", selection="dct", no_overlap=False),
+        OriginConfig(
+            memory_bytes=60_000,
+            eviction="copycount",
+            estimation="b",
+            selection="dct",
+            no_overlap=False,
+        ),
         OriginConfig.reference(),
     ],
     ids=lambda c: c.label,
 )
-def test_save_reload_continues_the_stream(reuters_docs: list[dict[str, Any]], tmp_path: Path, cfg: OriginConfig) -> None:
+def test_save_reload_continues_the_stream(
+    reuters_docs: list[dict[str, Any]], tmp_path: Path, cfg: OriginConfig
+) -> None:
     stream, _ = planted_stream(reuters_docs, n=300)
     one = OriginDetector(cfg)
     full = [one.process(i, t).to_dict() for i, t in stream]
@@ -155,7 +168,12 @@ def test_bounded_table_finds_most_copies(reuters_docs: list[dict[str, Any]]) -> 
 def test_bad_and_edge_input(tmp_path: Path) -> None:
     det = OriginDetector(OriginConfig(memory_bytes=100_000))
     empty = det.process("e", "")
-    assert (empty.tokens, empty.fresh_tokens, empty.copied_fraction, empty.segments) == (0, 0, 0.0, ())
+    assert (empty.tokens, empty.fresh_tokens, empty.copied_fraction, empty.segments) == (
+        0,
+        0,
+        0.0,
+        (),
+    )
     assert empty.dominant_origin == "e"
     short = det.process("s", "only five words in here")
     assert short.tokens == 5 and short.selected_shingles == 0 and short.fresh_tokens == 5

@@ -33,7 +33,9 @@ def hits(m: int) -> dict[str, np.ndarray]:
     }
 
 
-def set_hit(h: dict[str, np.ndarray], j: int, origin: int, offset: int, prev: int, nxt: int) -> None:
+def set_hit(
+    h: dict[str, np.ndarray], j: int, origin: int, offset: int, prev: int, nxt: int
+) -> None:
     h["found"][j] = True
     h["origin"][j] = origin
     h["offset"][j] = offset
@@ -42,7 +44,9 @@ def set_hit(h: dict[str, np.ndarray], j: int, origin: int, offset: int, prev: in
 
 
 def run(fps: np.ndarray, h: dict[str, np.ndarray], method: int, limit: int = 30) -> list[int]:
-    return estimate(OWN, fps, h["found"], h["origin"], h["offset"], h["prev"], h["next"], method, limit).tolist()
+    return estimate(
+        OWN, fps, h["found"], h["origin"], h["offset"], h["prev"], h["next"], method, limit
+    ).tolist()
 
 
 def figure_1() -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -146,7 +150,10 @@ def test_dominant_origin_ten_percent_rule() -> None:
     own = 100
     assert dominant_origin(np.array([1] * 11 + [2] * 10, dtype=np.int64), own) == (1, 1)
     assert dominant_origin(np.array([1] * 10 + [2] * 10, dtype=np.int64), own) == (None, 1)
-    assert dominant_origin(np.array([1] * 10 + [2] * 10 + [own] * 10, dtype=np.int64), own) == (None, own)
+    assert dominant_origin(np.array([1] * 10 + [2] * 10 + [own] * 10, dtype=np.int64), own) == (
+        None,
+        own,
+    )
     assert dominant_origin(np.array([1] * 12 + [own] * 11, dtype=np.int64), own) == (None, 1)
     assert dominant_origin(np.array([own] * 3, dtype=np.int64), own) == (own, own)
     assert dominant_origin(np.array([], dtype=np.int64), own) == (own, own)

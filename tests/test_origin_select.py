@@ -140,7 +140,10 @@ def test_hailstorm_total_coverage_lemma_1(token_hash_docs: list[np.ndarray]) -> 
     """Lemma 1: every token except the first/last k-1 is covered, also after NHs."""
     for th in token_hash_docs:
         n = len(th)
-        for positions in (hailstorm_positions(th, K), no_overlap_positions(hailstorm_positions(th, K), K)):
+        for positions in (
+            hailstorm_positions(th, K),
+            no_overlap_positions(hailstorm_positions(th, K), K),
+        ):
             covered = np.zeros(n, dtype=bool)
             for p in positions:
                 covered[p : p + K] = True
@@ -206,6 +209,15 @@ def test_ssr_roughly_as_paper(token_hash_docs: list[np.ndarray]) -> None:
         return sum(len(select(th, cfg)) for th in token_hash_docs) / total
 
     assert abs(ratio(OriginConfig(no_overlap=False)) - 2 / K) < 0.03
-    assert abs(ratio(OriginConfig(selection="modulo", selection_parameter=4, no_overlap=False)) - 0.25) < 0.02
-    assert abs(ratio(OriginConfig(selection="winnowing", selection_parameter=8, no_overlap=False)) - 2 / 9) < 0.03
+    assert (
+        abs(ratio(OriginConfig(selection="modulo", selection_parameter=4, no_overlap=False)) - 0.25)
+        < 0.02
+    )
+    assert (
+        abs(
+            ratio(OriginConfig(selection="winnowing", selection_parameter=8, no_overlap=False))
+            - 2 / 9
+        )
+        < 0.03
+    )
     assert ratio(OriginConfig()) < ratio(OriginConfig(no_overlap=False))

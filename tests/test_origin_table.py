@@ -13,11 +13,22 @@ from neardup.detect.origin.table import BucketTable, UnlimitedTable, entry_bytes
 from neardup.errors import CapacityError
 
 
-def one_bucket(eviction: str, bucket_size: int = 4, estimation: str = "be", **kw: int) -> BucketTable:
-    cfg = OriginConfig(bucket_size=bucket_size, eviction=eviction, estimation=estimation, memory_bytes=1)
+def one_bucket(
+    eviction: str, bucket_size: int = 4, estimation: str = "be", **kw: int
+) -> BucketTable:
+    cfg = OriginConfig(
+        bucket_size=bucket_size, eviction=eviction, estimation=estimation, memory_bytes=1
+    )
     size = bucket_size * entry_bytes(cfg) + 1
-    return BucketTable(OriginConfig(bucket_size=bucket_size, eviction=eviction,
-                                    estimation=estimation, memory_bytes=size, **kw))
+    return BucketTable(
+        OriginConfig(
+            bucket_size=bucket_size,
+            eviction=eviction,
+            estimation=estimation,
+            memory_bytes=size,
+            **kw,
+        )
+    )
 
 
 def fp(i: int) -> np.uint64:
@@ -57,7 +68,9 @@ def test_table_never_exceeds_its_budget() -> None:
                 assert table.nbytes <= memory
                 # and the bucket count is the largest that fits
                 assert table.nbytes + table.bucket_bytes > memory
-                fps = rng.integers(0, 2**63, size=3000, dtype=np.int64).astype(np.uint64) * np.uint64(2)
+                fps = rng.integers(0, 2**63, size=3000, dtype=np.int64).astype(
+                    np.uint64
+                ) * np.uint64(2)
                 table.probe(fps, 0)
                 assert table.nbytes <= memory
                 assert table.stored <= table.capacity
@@ -148,7 +161,8 @@ def test_lucky_scores_and_halving() -> None:
     fps = np.array([fp(3)], dtype=np.uint64)
     table.add_scores(fps, np.array([5], dtype=np.int64))
     assert table.score[:4].tolist() == [2, 2, 6, 1]
-    _, evicted = probe(table, [5], own=3)  # 4 has the lowest score
+    _, evicted = probe(table, [5], own=3)
+    assert evicted.tolist() == [0]  # 4 has the lowest score
     assert stored(table) == {1, 2, 3, 5}
     # average reaches the limit 11 -> every score halved
     table.add_scores(fps, np.array([40], dtype=np.int64))  # scores 2,2,46,1 -> mean 12.75

@@ -186,6 +186,9 @@ def test_openapi_docs_page_and_health(client: TestClient) -> None:
     assert client.get("/static/app.js").status_code == 200
     health = client.get("/healthz").json()
     assert health["status"] == "ok" and health["documents"] == 0
+    assert client.get("/v1/documents").json() == {"documents": []}
+    assert client.get("/v1/events").json() == {"events": []}
+    assert client.get("/metrics").status_code == 200
 
 
 def test_origin_matches_the_detector_and_queries_leave_no_trace(

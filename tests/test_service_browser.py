@@ -95,8 +95,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "date": "1987-03-05T12:00:00Z",
                 "text": first["text"][:700]
                 + "\n\nOur own reporter adds a paragraph nobody published before, about what"
-                " the figures mean for readers here.\n\n"
-                + second["text"][:700],
+                " the figures mean for readers here.\n\n" + second["text"][:700],
             }
             assert client.post("/v1/documents", json=patchwork).status_code == 200
         yield {
@@ -128,7 +127,7 @@ def test_page_marks_copied_passages_links_origins_and_shows_events(
     driver = browser
     driver.get(site["url"] + "/")
     items = wait_for(driver, "#articles li a", count=50)
-    assert any("patchwork-1" == i.get_attribute("data-id") for i in items)
+    assert any(i.get_attribute("data-id") == "patchwork-1" for i in items)
     assert "articles stored" in driver.find_element(By.ID, "health").text
 
     # pick the article: its copied passages are highlighted and linked to their origins

@@ -22,6 +22,8 @@ from neardup.errors import ConfigError  # noqa: E402
 from neardup.service.app import create_app  # noqa: E402
 from neardup.service.settings import ServiceSettings  # noqa: E402
 
+FIXTURE_CHECK = HealthCheck.function_scoped_fixture
+
 ARTICLE = {
     "id": "a1",
     "text": "Shares rose sharply on Monday in Tokyo. Analysts expect more gains this week.",
@@ -121,15 +123,19 @@ def test_batch_with_a_conflicting_article_reports_it_in_place(client: TestClient
     assert client.get("/v1/documents/fresh-1").status_code == 200
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     body=st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-        lambda inner: st.lists(inner, max_size=4)
-        | st.dictionaries(
-            st.sampled_from(["id", "text", "items", "threshold", "articles", "date", "x"]),
-            inner,
-            max_size=4,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(["id", "text", "items", "threshold", "articles", "date", "x"]),
+                inner,
+                max_size=4,
+            )
         ),
         max_leaves=12,
     ),
@@ -143,7 +149,9 @@ def test_random_json_bodies_never_give_a_500(client: TestClient, body: Any, path
         assert res.json()["error"]["message"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(raw=st.binary(max_size=64))
 def test_random_bytes_never_give_a_500(client: TestClient, raw: bytes) -> None:
     for path in ("/v1/documents", "/v1/dedup", "/v1/origin"):
@@ -187,7 +195,7 @@ def test_body_text_batch_and_result_set_limits(tmp_path: Path) -> None:
 METRIC_LINE = re.compile(
     r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?P<labels>[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"'
     r'(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*")*)\})? (?P<value>[-+]?(\d+(\.\d*)?|\.\d+)'
-    r'([eE][-+]?\d+)?|[-+]?Inf|NaN)$'
+    r"([eE][-+]?\d+)?|[-+]?Inf|NaN)$"
 )
 
 

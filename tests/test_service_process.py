@@ -184,9 +184,7 @@ def test_several_workers_over_postgres_decide_as_one(
 ) -> None:
     docs = articles(reuters_docs, 300)
     # add planted copies, so duplicates and similar decisions are exercised
-    docs += [
-        {**d, "id": f"{d['id']}-copy", "text": d["text"] + " (corrected)"} for d in docs[:: 10]
-    ]
+    docs += [{**d, "id": f"{d['id']}-copy", "text": d["text"] + " (corrected)"} for d in docs[::10]]
     random.Random(3).shuffle(docs)
     by_id = {d["id"]: d for d in docs}
     server = Server(postgres_url, "--workers", "3")
@@ -227,3 +225,32 @@ def test_several_workers_over_postgres_decide_as_one(
                     assert served == [plain(m) for m in one.similar(doc_id, 10)]
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["--store", "ftp://example/x"], 2, "unknown store scheme"),
+        (["--workers", "0"], 2, "workers"),
+        (["--token", "short"], 2, "token"),
+        (["--preload", "5", "--preload-path", "/nonexistent/docs.jsonl.gz"], 66, "not found"),
+        (["--store", "postgresql://nobody@127.0.0.1:1/x"], 74, "postgresql"),
+    ],
+)
+def test_serve_refuses_bad_options_with_a_clear_message(
+    tmp_path: Path, args: list[str], code: int, words: str
+) -> None:
+    env = {**os.environ, "NEARDUP_DATA": str(tmp_path / "absent")}
+    if "--store" not in args:
+        args = [*args, "--store", f"sqlite:///{tmp_path / 'x.db'}"]
+    done = subprocess.run(
+        [*neardup_command(), "serve", "--port", str(free_port()), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == code, done.stderr
+    assert words.lower() in done.stderr.lower() and "Traceback" not in done.stderr

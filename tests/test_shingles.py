@@ -201,3 +201,41 @@ def test_golden_spot_signatures() -> None:
 
 
 GOLDEN_OBAMA_DEFAULT = "746faee4bdb9765d"  # 5 signatures, computed once
+
+
+# --- compiled kernels equal their references ----------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.integers(1, 9))
+def test_compiled_word_shingles_equal_numpy(hashes: list[int], width: int) -> None:
+    from neardup.shingles import word_shingles_numpy
+
+    arr = np.array(hashes, dtype=np.uint64)
+    assert np.array_equal(word_shingles(arr, width), word_shingles_numpy(arr, width))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.integers(1, 6), st.integers(1, 300))
+def test_fused_minhash_kernel_equals_numpy(hashes: list[int], width: int, num_perm: int) -> None:
+    from neardup import _kernels
+    from neardup.sketch.minhash import _permutation_params, minhash_values
+
+    arr = np.array(hashes, dtype=np.uint64)
+    a, b = _permutation_params(num_perm, 1)
+    expected = minhash_values(word_shingles(arr, width), num_perm, "permutations", 1)
+    assert np.array_equal(_kernels.minhash_permutations(arr, width, a, b), expected)
+
+
+ASCII_PIECES = st.sampled_from(
+    ["1", "22", "3.5", "1,000", ".", ",", "'", "a", "Bc", "x1", " ", "\n", "-", "'s", "9a", "_"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(ASCII_PIECES, max_size=30).map("".join))
+def test_ascii_scanner_equals_the_token_regex(text: str) -> None:
+    """The compiled ASCII path finds the same tokens (checked through their hashes)."""
+    for cfg in (PLAIN, TextConfig(numbers="mask", drop_stop_words=True)):
+        slow = hash_forms(tokenize(text, cfg).forms, 0)
+        assert np.array_equal(token_hashes(text, cfg, 0), slow)

@@ -327,3 +327,16 @@ def test_scheme_keyword_and_text_parameter() -> None:
     )
     with pytest.raises(ConfigError, match="unknown scheme"):
         sign(GOLD, "nosuch", config=MinHashConfig())
+
+
+def test_ten_megabyte_text_every_scheme() -> None:
+    """10 MB of text signs in seconds, with bounded output sizes."""
+    unit = "The central bank cut its 11.5 pct rate. Mr. Smith said markets rallied! "
+    text = unit * (10_000_000 // len(unit))
+    assert len(sign(text, "minhash")) == 128
+    assert len(sign(text, "minhash", method="oph")) == 128
+    assert len(sign(text, "simhash", bits=128)) == 2
+    assert len(sign(text, "shingles")) == 13  # the repeated unit has 13 distinct 4-shingles
+    assert len(sign(text, "spotsigs")) >= 1
+    # Non-ASCII text takes the general path and gives the same kind of result.
+    assert len(sign(text + " café", "minhash")) == 128

@@ -67,9 +67,18 @@ def reuters_pairs(reuters_docs: list[dict[str, Any]]) -> list[Pair]:
         b = shingle_hashes(edit(docs[i], (0.03, 0.1, 0.3)[k % 3], rng))
         if sets[i].size and b.size:
             edited.append((sets[i], b, jaccard(sets[i], b)))
-    pairs = natural[:250] + edited
+    from conftest import data_path, read_jsonl_gz
+
+    index = {d["id"]: n for n, d in enumerate(d for d in reuters_docs if d["text"].strip())}
+    labelled = []
+    for group in read_jsonl_gz(data_path("reuters21578", "labels_derived_exact_dups.jsonl.gz")):
+        ids = [index[i] for i in group["ids"] if i in index]
+        if len(ids) >= 2:
+            a, b = sets[ids[0]], sets[ids[1]]
+            labelled.append((a, b, jaccard(a, b)))
     assert len(natural) >= 50, "expected natural near-duplicates among Reuters articles"
-    return pairs
+    assert len(labelled) >= 10
+    return natural[:250] + edited + labelled
 
 
 @pytest.mark.parametrize("method", ["oph", "permutations"])

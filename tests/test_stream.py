@@ -413,3 +413,43 @@ def test_verify_stages_change_decisions(planted: list[dict[str, Any]], tmp_path:
                 "duplicate" if match.lcs_ratio >= 0.5 else "similar"
             )
     assert np.isfinite([m.score for d in ids for m in out["shingles"][d].matches]).all()
+
+
+def test_lsh_candidates_add_verified_duplicates(
+    planted: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """candidates="simhash+lsh": MinHash LSH finds duplicates SimHash puts further than 7
+    bits; each is verified exactly; the LSH index survives checkpoint and log replay."""
+    cfg = StreamConfig(candidates="simhash+lsh", events=NO_EVENTS)
+    docs = planted[:900]
+    texts = {d["id"]: d["text"] for d in docs}
+    ckpt = tmp_path / "l.ckpt.npz"
+    s = NewsStream(open_store(str(tmp_path / "l.db")), cfg, checkpoint_path=ckpt)
+    got = run(s, docs[:500])
+    s.close()
+    s = NewsStream(open_store(str(tmp_path / "l.db")), cfg, checkpoint_path=ckpt)
+    assert s.stats["restored_from_checkpoint"] == 1 and s.consistency_errors() == []
+    got.update(run(s, docs[500:]))
+    assert s.consistency_errors() == []
+    s.close()
+    far = 0
+    for doc_id, decision in got.items():
+        if not isinstance(decision, Decision):
+            continue
+        for m in decision.matches:
+            if m.distance <= cfg.similar_max_distance:
+                continue
+            far += 1
+            assert m.verdict == "duplicate"
+            a = shingle_hashes(texts[doc_id], cfg.shingles)
+            b = shingle_hashes(texts[m.id], cfg.shingles)
+            small, big = (a, b) if a.size <= b.size else (b, a)
+            assert m.jaccard == pytest.approx(jaccard(a, b), abs=1e-6)
+            assert jaccard(a, b) >= 0.5 or containment(small, big) >= 0.9
+    assert far >= 1
+    ckpt.unlink()
+    s = NewsStream(open_store(str(tmp_path / "l.db")), cfg, checkpoint_path=ckpt)
+    assert s.stats["restored_from_checkpoint"] == 0 and s.consistency_errors() == []
+    s.close()
+    with pytest.raises(ValueError):
+        StreamConfig(candidates="simhash+lsh", verify="none")

@@ -10,6 +10,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from neardup.errors import ConfigError, InputError
 from neardup.evaluation.synth import (
@@ -19,8 +21,10 @@ from neardup.evaluation.synth import (
     apply_edit,
     bag_overlap,
     label_copy,
+    label_margin,
     shingle_containment,
     split_paragraphs,
+    strip_boilerplate,
     synthesize,
 )
 from neardup.text import sentence_spans
@@ -198,12 +202,14 @@ def test_labels_follow_the_rule(bench: Any) -> None:
             else:
                 assert b["synth"]["quote_from"] == a["id"]
             continue
-        kept, novel = bag_overlap(a["text"], b["text"])
+        kept, novel = bag_overlap(a["text"], strip_boilerplate(b["text"]))
         assert p["label"] == label_copy(kept, novel, cfg)
+        assert p["margin"] == pytest.approx(label_margin(kept, novel, cfg), abs=1e-4)
+        assert (p["margin"] >= 0) == (p["label"] == "duplicate")
         assert b["synth"]["copy_of"] == a["id"] and b["synth"]["edit"] == p["edit"]
         expected_group = a["id"] if p["label"] == "duplicate" else b["id"]
         assert b["synth"]["group"] == expected_group
-        if p["edit"] in ("exact", "headline", "paragraph_reorder"):
+        if p["edit"] in ("exact", "headline", "paragraph_reorder", "boilerplate"):
             assert p["label"] == "duplicate"
     assert set(COPY_EDITS) <= set(edits)
     assert edits["negative_same_topic"] >= 60
@@ -224,3 +230,27 @@ def test_label_rule_boundaries() -> None:
     assert bag_overlap("a b c d", "a b c d") == (1.0, 0.0)
     kept, novel = bag_overlap("a b c d", "a b x")
     assert kept == 0.5 and novel == pytest.approx(1 / 3)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    edit=st.sampled_from(COPY_EDITS),
+    strength=st.floats(min_value=0.0, max_value=1.0),
+    index=st.integers(min_value=0, max_value=24),
+    seed=st.integers(min_value=0, max_value=2**32),
+)
+def test_any_edit_any_strength_changes_the_text(
+    articles: list[dict[str, Any]], edit: str, strength: float, index: int, seed: int
+) -> None:
+    d = articles[index % len(articles)]
+    donors = _donors(articles, index)
+    c = apply_edit(edit, d["text"], d["title"], strength, random.Random(seed), donors)
+    again = apply_edit(edit, d["text"], d["title"], strength, random.Random(seed), donors)
+    assert c == again  # pure given the generator state
+    if edit == "exact":
+        assert c.text == d["text"]
+    else:
+        assert c.text != d["text"] and c.changes >= 1
+    assert c.text.strip()

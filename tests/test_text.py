@@ -18,6 +18,7 @@ from neardup.text import (
     sentences,
     token_forms,
     tokenize,
+    tokenize_reference,
 )
 
 PLAIN = TextConfig(stem=False)
@@ -238,3 +239,24 @@ def test_nfkc_changes_length_offsets_stay_in_bounds() -> None:
     for s, e in zip(toks.starts, toks.ends, strict=True):
         assert 0 <= s < e <= len(text)
     assert unicodedata.normalize("NFKC", "ＡＢＣ").casefold() in toks.forms
+
+
+# --- the cached tokenize equals the straightforward one (forms and offsets) -------------------
+
+
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_tokenize_equals_reference_on_reuters(
+    reuters_docs: list[dict[str, Any]], cfg: TextConfig
+) -> None:
+    for doc in reuters_docs[:1000]:
+        assert tokenize(doc["text"], cfg) == tokenize_reference(doc["text"], cfg)
+
+
+TRICKY = list(" .,'’3東京ｱｲ㍿㍻ﬁＡΩяthe a is é\u0301\ud800\x00")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(TRICKY), max_size=60))
+def test_tokenize_equals_reference_on_any_text(text: str) -> None:
+    for cfg in [*CONFIGS, TextConfig(drop_stop_words=True, stop_words=frozenset({"ア", "the"}))]:
+        assert tokenize(text, cfg) == tokenize_reference(text, cfg)

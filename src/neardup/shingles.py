@@ -41,6 +41,7 @@ __all__ = [
     "spot_signatures",
     "token_hashes",
     "word_shingles",
+    "word_shingles_numpy",
 ]
 
 U64 = npt.NDArray[np.uint64]
@@ -82,8 +83,19 @@ def word_shingles(token_hashes: U64, width: int) -> U64:
     """Hashes of all ``width``-token windows, in position order (duplicates kept).
 
     A text with fewer than ``width`` (but at least one) tokens yields one shingle of all its
-    tokens, so short texts still have a signature; no tokens yield an empty array.
+    tokens, so short texts still have a signature; no tokens yield an empty array.  Runs a
+    compiled kernel (:mod:`neardup._kernels`), tested equal to the numpy reference
+    :func:`word_shingles_numpy`.
     """
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+        raise ConfigError(f"shingle width must be a positive integer, got {width!r}")
+    from neardup import _kernels
+
+    return _kernels.word_shingles(np.asarray(token_hashes, dtype=np.uint64), width)
+
+
+def word_shingles_numpy(token_hashes: U64, width: int) -> U64:
+    """Reference numpy implementation of :func:`word_shingles` (same values)."""
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise ConfigError(f"shingle width must be a positive integer, got {width!r}")
     h = np.asarray(token_hashes, dtype=np.uint64)
@@ -125,7 +137,7 @@ def token_hashes(text: str, config: TextConfig, seed: int = 0) -> U64:
 
     Each distinct raw token of the process is normalised, stemmed and hashed once, then
     looked up (bounded caches).  Pure ASCII text goes through a compiled scanner
-    (:mod:`neardup._ascii_scan`); other text through the token regular expression.
+    (:mod:`neardup._kernels`); other text through the token regular expression.
     Deterministic: the caches only memoise a pure function (tested equal to the slow path).
     """
     if text.isascii() if isinstance(text, str) else False:
@@ -154,10 +166,10 @@ class _AsciiTable:
     LIMIT = 1 << 20  # distinct tokens kept before the table starts afresh (bounded memory)
 
     def __init__(self) -> None:
-        from neardup import _ascii_scan
+        from neardup import _kernels
 
-        self.scan = _ascii_scan
-        self.table = _ascii_scan.new_table()
+        self.scan = _kernels
+        self.table = _kernels.new_table()
         self.finals = np.zeros(1024, dtype=np.uint64)  # index 0: "no form" (dropped token)
         self.size = 1
 
@@ -183,16 +195,16 @@ def _ascii_token_hashes(text: str, config: TextConfig, seed: int) -> U64 | None:
             _ascii_tables.clear()
         state = _ascii_tables[key] = _AsciiTable()
     data = text.encode("ascii")
+    out: U64
     out, misses = state.scan.scan_lookup(data, state.table, state.finals)
     if misses.shape[0] == 0:
         return out
     digest = xxhash.xxh3_64_intdigest
-    spans = misses.tolist()
-    for start, end in zip(spans[0::2], spans[1::2], strict=True):
+    found = misses.tolist()
+    for start, end, k in zip(found[0::3], found[1::3], found[2::3], strict=True):
         forms = forms_of_raw_token(text[start:end], config)
         if len(forms) > 1:
             return None  # cannot happen for ASCII; stay exact by taking the general path
-        k = state.scan.raw_key(data, start, end)
         state.add(k, digest(forms[0].encode("utf-8"), seed) if forms else None)
     out, misses = state.scan.scan_lookup(data, state.table, state.finals)
     return out if misses.shape[0] == 0 else None
@@ -209,8 +221,10 @@ def hash_set(forms: Iterable[str], seed: int = 0) -> U64:
 # Siddharth, Paepcke, SIGIR 2008; its spotsigs.config): these English antecedents, each with
 # spot distance 1.  The paper's worked example uses chain length 2 with uniform spot distance
 # 1 ("a:rally:kick", "the:south:carolina"); the reference config ships chain length 1 and
-# its experiment configs try 1 and 2.  We default to 2: single-bead signatures ("the:year")
-# are too common in news to separate articles (measured in docs/signatures.md).
+# its experiment configs try 1 and 2.  We default to 2: on Reuters, single-bead signatures
+# ("the:year") make unrelated articles look alike (99.9th percentile Jaccard 0.167 at chain
+# 1, 0.100 at 2, 0.053 at 3) while chain 2 still keeps edited copies close (median 0.64 at
+# 10 % edits); benchmarks/bench_shingle_params.py.
 SPOTSIGS_ANTECEDENTS: frozenset[str] = frozenset(
     """that in the be is are was will would shall should can could has have had do did does
     done""".split()  # noqa: SIM905
@@ -221,6 +235,19 @@ SPOTSIGS_CHAIN_LENGTH = 2
 # Tag added before finalising a spot signature, so that it never equals a word shingle of
 # the same tokens ("SPOT" in ASCII).
 _SPOT_TAG = np.uint64(0x53504F5400000000)
+
+
+def _member(values: U64, sorted_set: U64) -> npt.NDArray[np.bool_]:
+    """``np.isin(values, sorted_set)`` for a sorted ``sorted_set``, by binary search
+    (several times faster than ``np.isin`` on article-sized arrays)."""
+    s = np.asarray(sorted_set, dtype=np.uint64)
+    if s.shape[0] == 0:
+        return np.zeros(values.shape[0], dtype=bool)
+    if s.shape[0] > 1 and not bool(np.all(s[1:] >= s[:-1])):
+        s = np.sort(s)  # callers normally pass hash_set() output, already sorted
+    pos = np.searchsorted(s, values)
+    np.minimum(pos, s.shape[0] - 1, out=pos)
+    return s[pos] == values
 
 
 def _next_nonstop_table(is_stop: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
@@ -242,7 +269,9 @@ def spot_signatures(
 ) -> U64:
     """Hashes of the spot signatures of a token sequence, in antecedent order (duplicates kept).
 
-    At each token whose hash is in ``antecedent_hashes`` the chain is built as in the SpotSigs
+    ``antecedent_hashes`` and ``stop_hashes`` are sets of token hashes (ideally sorted, as
+    :func:`hash_set` returns them).  At each token whose hash is an antecedent the chain is
+    built as in the SpotSigs
     reference implementation: bead 1 is the first non-stop token at position >= antecedent
     position + ``spot_distance``, bead j+1 the first non-stop token at >= bead j +
     ``spot_distance``; tokens in ``stop_hashes`` are skipped.  A chain cut short by the end
@@ -257,10 +286,10 @@ def spot_signatures(
     n = h.shape[0]
     if n == 0:
         return np.empty(0, dtype=np.uint64)
-    anchors = np.flatnonzero(np.isin(h, antecedent_hashes))
+    anchors = np.flatnonzero(_member(h, antecedent_hashes))
     if anchors.shape[0] == 0:
         return np.empty(0, dtype=np.uint64)
-    table = _next_nonstop_table(np.isin(h, stop_hashes))
+    table = _next_nonstop_table(_member(h, stop_hashes))
     padded = np.append(h, np.uint64(0))  # position n = "no bead"
     acc = h[anchors].copy()
     beads = np.zeros(anchors.shape[0], dtype=np.uint64)

@@ -52,6 +52,7 @@ __all__ = [
     "sentences",
     "token_forms",
     "tokenize",
+    "tokenize_reference",
 ]
 
 # A standard English stop-word list (articles, pronouns, auxiliaries, prepositions,
@@ -215,7 +216,79 @@ def tokenize(text: str, config: TextConfig | None = None) -> Tokens:
     """Normalised tokens of ``text`` with their character spans in ``text``.
 
     Empty, whitespace-only or punctuation-only text gives zero tokens (never an error).
+    Each distinct raw token is normalised and stemmed once per process (the cache of
+    :func:`token_forms`); tokens of no-space scripts, whose pieces have their own offsets,
+    take the full path every time.  Equal to :func:`tokenize_reference` (tested).
     """
+    text = ensure_text(text)
+    cfg = config or _DEFAULT_CONFIG
+    cache = _span_cache(cfg)
+    forms: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for match in _TOKEN_RE.finditer(text):
+        raw = match.group()
+        try:
+            got = cache[raw]
+        except KeyError:
+            got = cache[raw] = _simple_forms(raw, cfg)
+        if got is None:
+            piece_forms, piece_starts, piece_ends = _nospace_token(raw, match.start(), cfg)
+            forms.extend(piece_forms)
+            starts.extend(piece_starts)
+            ends.extend(piece_ends)
+        elif got:
+            forms.append(got[0])
+            starts.append(match.start())
+            ends.append(match.end())
+    return Tokens(tuple(forms), tuple(starts), tuple(ends))
+
+
+def _simple_forms(raw: str, cfg: TextConfig) -> tuple[str, ...] | None:
+    """The (at most one) form of a token spanning its whole match, or ``None`` when the
+    normalised token has no-space-script characters (pieces with their own offsets)."""
+    form = _normalise(raw)
+    if not form.isascii() and _NOSPACE_RE.search(form):
+        return None
+    return forms_of_raw_token(raw, cfg)
+
+
+_span_caches: dict[TextConfig, dict[str, tuple[str, ...] | None]] = {}
+
+
+def _span_cache(cfg: TextConfig) -> dict[str, tuple[str, ...] | None]:
+    cache = _span_caches.get(cfg)
+    if cache is None:
+        if len(_span_caches) > 64:
+            _span_caches.clear()
+        cache = _span_caches[cfg] = {}
+    elif len(cache) > _FORMS_CACHE_LIMIT:
+        cache.clear()  # bounded memory; correctness does not depend on the cache
+    return cache
+
+
+def _nospace_token(raw: str, start: int, cfg: TextConfig) -> tuple[list[str], list[int], list[int]]:
+    """Forms and offsets of a token whose normalised form has no-space-script characters."""
+    stops = cfg.effective_stop_words if cfg.drop_stop_words else frozenset()
+    form = _normalise(raw)
+    end = start + len(raw)
+    offsets_exact = len(form) == len(raw)
+    forms: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for piece, s, e in _split_nospace(form, start, cfg.cjk):
+        if piece in stops:
+            continue
+        forms.append(piece)
+        starts.append(s if offsets_exact else start)
+        ends.append(e if offsets_exact else end)
+    if cfg.stem and forms:
+        forms = _stemmer(cfg.language).stemWords(forms)
+    return forms, starts, ends
+
+
+def tokenize_reference(text: str, config: TextConfig | None = None) -> Tokens:
+    """The straightforward implementation :func:`tokenize` is tested equal to (slower)."""
     text = ensure_text(text)
     cfg = config or _DEFAULT_CONFIG
     stops = cfg.effective_stop_words if cfg.drop_stop_words else frozenset()

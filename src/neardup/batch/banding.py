@@ -52,11 +52,10 @@ _POLY = np.uint64(0x9E3779B97F4A7C15)
 
 def _probabilities(threshold: float, bands: int, rows: int) -> tuple[float, float]:
     """Integrated false-positive and false-negative probability of a banding (datasketch)."""
-    grid = np.linspace(0.0, 1.0, 1001)
-    hit = 1.0 - (1.0 - grid**rows) ** bands
-    below = grid <= threshold
-    fp = float(np.trapezoid(hit[below], grid[below]))
-    fn = float(np.trapezoid(1.0 - hit[~below], grid[~below]))
+    low = np.linspace(0.0, threshold, 1001)
+    high = np.linspace(threshold, 1.0, 1001)
+    fp = float(np.trapezoid(1.0 - (1.0 - low**rows) ** bands, low))
+    fn = float(np.trapezoid((1.0 - high**rows) ** bands, high))
     return fp, fn
 
 

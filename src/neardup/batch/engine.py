@@ -55,6 +55,7 @@ from neardup.batch.io import (
     input_files,
     input_fingerprint,
     iter_records,
+    read_at,
 )
 from neardup.batch.tasks import (
     DedupConfig,
@@ -90,8 +91,12 @@ _NO_DATE = np.iinfo(np.int64).max
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 # Pairs scored per verification task: bounds the payload shipped with one task.
 _VERIFY_CHUNK = 50_000
-# Inputs smaller than this run in-process when no scheduler is given (a cluster costs ~2 s).
-_LOCAL_BYTES = 32 << 20
+# Without --scheduler or --workers, inputs smaller than this, or machines with fewer than
+# _LOCAL_MIN_CPUS cores, run in-process: on 2 cores a 2-worker LocalCluster was no faster
+# than one process (30k documents: 6.3 s vs 3.4-5.5 s, docs/batch.md), since the driver
+# reads and parses the input serially and each worker pays its start-up and JIT warm-up.
+_LOCAL_BYTES = 256 << 20
+_LOCAL_MIN_CPUS = 4
 # How long to wait for a Dask scheduler given with --scheduler.
 SCHEDULER_TIMEOUT = "20s"
 
@@ -126,7 +131,13 @@ class Runner:
             return
         pending: collections.deque[Any] = collections.deque()
         for args in arg_tuples:
-            pending.append(self.client.submit(fn, *args, pure=False))
+            # Bulky arguments (texts, arrays) go to the workers by scatter, not inside the
+            # task graph (which Dask warns about and handles worse).
+            shipped = [
+                self.client.scatter(a, hash=False) if isinstance(a, list | np.ndarray) else a
+                for a in args
+            ]
+            pending.append(self.client.submit(fn, *shipped, pure=False))
             if len(pending) >= self.max_in_flight:
                 yield pending.popleft().result()
         while pending:
@@ -349,6 +360,8 @@ class _Meta:
     existing: list[bool] = dataclasses.field(default_factory=list)
     dates: list[int] = dataclasses.field(default_factory=list)
     lengths: list[int] = dataclasses.field(default_factory=list)
+    files: list[int] = dataclasses.field(default_factory=list)
+    lines: list[int] = dataclasses.field(default_factory=list)
     part_starts: list[int] = dataclasses.field(default_factory=list)
 
 
@@ -373,6 +386,9 @@ def _sign_stage(
                 meta.existing.append(is_existing)
                 meta.dates.append(_date_us(rec.article.date))
                 meta.lengths.append(len(rec.article.text))
+                # Where to find it again (existing files come first in read_at's list).
+                meta.files.append(rec.file_index + (0 if is_existing else len(corpus.existing)))
+                meta.lines.append(rec.line)
             if work.done("sig", p):
                 summary.resumed_partitions += 1
                 yield (_resume_signed, p, len(batch))
@@ -463,16 +479,25 @@ def _payload_stage(
 ) -> None:
     starts = np.asarray(meta.part_starts, dtype=np.int64)
     bar = _bar(progress, "re-reading", total=int(involved.shape[0]))
+    owner = np.searchsorted(starts, involved, side="right") - 1
+    todo = [int(p) for p in np.unique(owner) if not work.done("pay", int(p))]
+    wanted = involved[np.isin(owner, todo)]
+    files = np.asarray(meta.files, dtype=np.int64)[wanted]
+    lines = np.asarray(meta.lines, dtype=np.int64)[wanted]
+    objects = read_at(corpus.existing + corpus.new, files, lines)
+    id_field, text_field = corpus.fields.id, corpus.fields.text
 
     def tasks() -> Iterator[tuple[Any, ...]]:
-        for p, batch in enumerate(corpus.partitions(config.partition_size)):
-            lo, hi = np.searchsorted(involved, [starts[p], starts[p + 1]])
-            rows = involved[lo:hi] - starts[p]
-            if work.done("pay", p):
-                yield (_resume_payload, p)
-                continue
-            texts = [batch[int(r)][1].article.text for r in rows]
-            yield (_payload_task, p, rows, texts, config)
+        for p in todo:
+            docs = involved[owner == p]
+            texts: list[str] = []
+            for d in docs:
+                obj = next(objects)
+                # The same line must hold the same document as in the first pass.
+                if str(obj.get(id_field)) != meta.ids[int(d)]:
+                    raise StoreError("the input changed during the run; run again")
+                texts.append(obj[text_field])
+            yield (_payload_task, p, docs - starts[p], texts, config)
 
     for result in runner.imap(_call, tasks()):
         if isinstance(result, tuple):
@@ -488,10 +513,6 @@ def _payload_stage(
             work.save("pay", p, arrays)
             bar.update(int(rows.shape[0]))
     bar.close()
-
-
-def _resume_payload(part: int) -> int:
-    return part
 
 
 def _payload_task(
@@ -639,7 +660,8 @@ def _make_client(scheduler: str | None, workers: int | None, input_bytes: int) -
     """``(client, cluster)``: a Dask client for ``scheduler``, a LocalCluster, or none."""
     if scheduler is None:
         count = workers if workers is not None else (os.cpu_count() or 1)
-        if count <= 1 or (workers is None and input_bytes < _LOCAL_BYTES):
+        small = input_bytes < _LOCAL_BYTES or count < _LOCAL_MIN_CPUS
+        if count <= 1 or (workers is None and small):
             return None, None
     try:
         from distributed import Client, LocalCluster

@@ -60,7 +60,43 @@ def _per_document(texts: list[str], config: TextConfig, width: int) -> tuple[U64
 
 def partition_shingles(texts: list[str], config: TextConfig, width: int) -> tuple[U64, I64]:
     """Word ``width``-shingles of each text, ragged ``(flat, offsets)``, in position order
-    (duplicates kept; use :func:`unique_rows` for sets)."""
+    (duplicates kept; use :func:`unique_rows` for sets).
+
+    ASCII texts are joined and tokenised together (the tokeniser's compiled fast path);
+    other texts one by one, then the rows are put back in input order.
+    """
+    ascii_rows = [i for i, t in enumerate(texts) if t.isascii()]
+    if len(ascii_rows) == len(texts):
+        return _joined(texts, config, width)
+    other_rows = [i for i, t in enumerate(texts) if not t.isascii()]
+    fast = _joined([texts[i] for i in ascii_rows], config, width)
+    slow = _per_document([texts[i] for i in other_rows], config, width)
+    return _interleave(len(texts), ascii_rows, fast, other_rows, slow)
+
+
+def _interleave(
+    n: int,
+    rows_a: list[int],
+    part_a: tuple[U64, I64],
+    rows_b: list[int],
+    part_b: tuple[U64, I64],
+) -> tuple[U64, I64]:
+    """Merge two ragged arrays whose rows are ``rows_a``/``rows_b`` of an ``n``-row result."""
+    sizes = np.zeros(n, dtype=np.int64)
+    sizes[rows_a] = np.diff(part_a[1])
+    sizes[rows_b] = np.diff(part_b[1])
+    owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    flat = np.empty(int(offsets[-1]), dtype=np.uint64)
+    for rows, (values, _) in ((rows_a, part_a), (rows_b, part_b)):
+        mask = np.zeros(n, dtype=bool)
+        mask[rows] = True
+        flat[mask[owner]] = values  # rows keep their order within each part
+    return flat, offsets
+
+
+def _joined(texts: list[str], config: TextConfig, width: int) -> tuple[U64, I64]:
     n = len(texts)
     sep = _separator_hash(config)
     if n == 0:
@@ -103,18 +139,28 @@ def partition_shingles(texts: list[str], config: TextConfig, width: int) -> tupl
     return vals, offsets
 
 
+@njit(cache=True)  # type: ignore[misc]
+def _sort_unique_rows(flat: U64, offsets: I64) -> tuple[U64, I64]:
+    n = offsets.shape[0] - 1
+    out = np.empty(flat.shape[0], dtype=np.uint64)
+    new_offsets = np.zeros(n + 1, dtype=np.int64)
+    pos = 0
+    for d in range(n):
+        row = np.sort(flat[offsets[d] : offsets[d + 1]])
+        for t in range(row.shape[0]):
+            if t == 0 or row[t] != row[t - 1]:
+                out[pos] = row[t]
+                pos += 1
+        new_offsets[d + 1] = pos
+    return out[:pos].copy(), new_offsets
+
+
 def unique_rows(flat: U64, offsets: I64) -> tuple[U64, I64]:
     """Each ragged row sorted ascending with duplicates removed (exact shingle sets)."""
-    n = offsets.shape[0] - 1
-    docs = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    order = np.lexsort((flat, docs))
-    docs, vals = docs[order], flat[order]
-    keep = np.ones(vals.shape[0], dtype=bool)
-    keep[1:] = (vals[1:] != vals[:-1]) | (docs[1:] != docs[:-1])
-    docs, vals = docs[keep], vals[keep]
-    new_offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(docs, minlength=n), out=new_offsets[1:])
-    return vals, new_offsets
+    result: tuple[U64, I64] = _sort_unique_rows(
+        np.ascontiguousarray(flat, dtype=np.uint64), np.ascontiguousarray(offsets, dtype=np.int64)
+    )
+    return result
 
 
 @functools.lru_cache(maxsize=16)

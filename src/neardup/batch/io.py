@@ -48,6 +48,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+import numpy.typing as npt
+
 from neardup.errors import (
     ConflictError,
     IncompleteOutputError,
@@ -67,6 +70,7 @@ __all__ = [
     "input_fingerprint",
     "iter_records",
     "json_default",
+    "read_at",
 ]
 
 _JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
@@ -100,6 +104,8 @@ class InputRecord:
     location: str
     article: Article
     raw: dict[str, Any]
+    file_index: int = 0
+    line: int = 0
 
 
 def _is_parquet(path: Path) -> bool:
@@ -205,7 +211,7 @@ def iter_records(
     counts = stats if stats is not None else ReadStats()
     seen: set[str] = set()
     ordinal = 0
-    for path in paths:
+    for file_index, path in enumerate(paths):
         objects = _parquet_objects(path) if _is_parquet(path) else _jsonl_objects(path)
         for lineno, obj in objects:
             where = f"{path}:{lineno}"
@@ -233,8 +239,60 @@ def iter_records(
                 continue
             seen.add(article.id)
             counts.documents += 1
-            yield InputRecord(ordinal, where, article, obj)
+            yield InputRecord(ordinal, where, article, obj, file_index, lineno)
             ordinal += 1
+
+
+def read_at(
+    paths: list[Path], file_index: npt.ArrayLike, line: npt.ArrayLike
+) -> Iterator[dict[str, Any]]:
+    """The JSON objects at (``file_index``, ``line``) positions, sorted ascending, as recorded
+    by :func:`iter_records` (:attr:`InputRecord.file_index`, :attr:`InputRecord.line`).
+
+    Only the requested lines are parsed (a second pass that needs a few documents costs
+    little more than reading the bytes).  Raises ``StoreError`` if a requested line is gone
+    (the input changed since it was first read).
+    """
+    files = np.asarray(file_index, dtype=np.int64)
+    lines = np.asarray(line, dtype=np.int64)
+    k = 0
+    total = files.shape[0]
+    while k < total:
+        f = int(files[k])
+        end = int(np.searchsorted(files, f, side="right"))
+        wanted = lines[k:end]
+        yield from _read_lines(paths[f], wanted)
+        k = end
+
+
+def _read_lines(path: Path, wanted: npt.NDArray[np.int64]) -> Iterator[dict[str, Any]]:
+    j = 0
+    if _is_parquet(path):
+        for lineno, obj in _parquet_objects(path):
+            if j < wanted.shape[0] and lineno == wanted[j]:
+                yield obj
+                j += 1
+    else:
+        raw = path.open("rb")
+        try:
+            stream: IO[bytes] | gzip.GzipFile = raw
+            if raw.peek(2)[:2] == _GZIP_MAGIC:
+                stream = gzip.GzipFile(fileobj=raw, mode="rb")
+            next_line = int(wanted[0]) if wanted.shape[0] else -1
+            for lineno, text in enumerate(stream, start=1):
+                if lineno != next_line:
+                    continue
+                yield json.loads(text)
+                j += 1
+                if j == wanted.shape[0]:
+                    break
+                next_line = int(wanted[j])
+        except (OSError, EOFError, zlib.error, ValueError) as exc:
+            raise StoreError(f"{path} changed or became unreadable during the run: {exc}") from exc
+        finally:
+            raw.close()
+    if j != wanted.shape[0]:
+        raise StoreError(f"{path} changed during the run: expected lines are missing")
 
 
 # --- output ------------------------------------------------------------------------------

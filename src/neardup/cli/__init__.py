@@ -23,11 +23,12 @@ __all__ = ["cli", "main"]
 COMMANDS: dict[str, str] = {
     "demo": "neardup.cli.demo:demo",
     "ingest": "neardup.cli.ingest:ingest",
-    "eval": "neardup.cli.eval:eval_group",
-    "synth": "neardup.cli.synth:synth",
+    "eval": "neardup.evaluation.commands:eval_group",
+    "synth": "neardup.evaluation.commands:synth",
     "serve": "neardup.cli.serve:serve",
     "dedup": "neardup.cli.dedup:dedup_command",
     "pairs": "neardup.cli.dedup:pairs_command",
+    "origin": "neardup.cli.origin:origin",
 
 }
 

@@ -96,6 +96,13 @@ def _parse(line_no: int, raw: bytes) -> dict[str, Any] | InputError | None:
     help="Verification of SimHash candidates.",
 )
 @click.option(
+    "--candidates",
+    type=click.Choice(["simhash", "simhash+lsh"]),
+    default="simhash",
+    show_default=True,
+    help="Candidate sources (simhash+lsh: more recall, slower).",
+)
+@click.option(
     "--window-days",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
@@ -113,6 +120,7 @@ def ingest(
     on_error: str,
     batch_size: int,
     verify: str,
+    candidates: str,
     window_days: float | None,
     evidence: bool,
     progress: bool | None,
@@ -124,7 +132,9 @@ def ingest(
     from neardup.detect.stream import Decision, StreamConfig
 
     config = StreamConfig(
-        verify=verify, window_seconds=None if window_days is None else window_days * 86_400.0
+        verify=verify,
+        candidates=candidates,
+        window_seconds=None if window_days is None else window_days * 86_400.0,
     )
     show = sys.stderr.isatty() if progress is None else progress
     counts: Counter[str] = Counter()

@@ -26,7 +26,7 @@ __all__ = ["serve"]
     default=1,
     show_default=True,
     type=int,
-    help="Worker processes (more than 1 needs a PostgreSQL store).",
+    help="Worker processes (for more than 1, a PostgreSQL store is recommended).",
 )
 @click.option(
     "--token",
@@ -83,7 +83,12 @@ def serve(
         max_body_bytes=max_body_bytes,
         log_level=log_level,
     )
-    if preload:
+    if not preload:
+        # Fail here, with the CLI's exit code and a one-line message, rather than in a worker.
+        from neardup.store import open_store
+
+        open_store(store).close()
+    else:
         # Once, before the workers start (each worker would otherwise preload the same sample).
         backend = open_backend(settings)
         try:

@@ -13,6 +13,8 @@ name           score
 ``spotsigs``   exact Jaccard of the SpotSigs sets (Theobald et al., SIGIR 2008)
 ``minhash``    MinHash estimate of the shingle Jaccard (Broder 1997)
 ``simhash``    ``1 - hamming / bits`` of the SimHash fingerprints (Charikar 2002; seed 003)
+``containment``the larger containment of the two word-shingle sets (Broder 1997): partial
+               copies (a quotation, a truncated copy) score high
 ``<m>+lcs``    verification (seed 002): :func:`lcs_ratio` of the two texts (longest common
                run of tokens / token length of the longer text) when method ``<m>`` scores at least
                its default threshold (the candidate cut), else 0
@@ -45,6 +47,7 @@ from neardup.text import tokenize
 __all__ = [
     "BASE_METHODS",
     "EXTERNAL_METHODS",
+    "EXTRA_METHODS",
     "Method",
     "available_methods",
     "get_method",
@@ -56,6 +59,8 @@ __all__ = [
 ]
 
 BASE_METHODS = ("sentences", "shingles", "spotsigs", "minhash", "simhash")
+# Other neardup scorers, evaluated but not signature schemes of their own.
+EXTRA_METHODS = ("containment",)
 EXTERNAL_METHODS = ("datasketch", "rensa", "simhash-pkg")
 
 
@@ -125,6 +130,19 @@ def _set_jaccard(scheme: str, threshold: float, what: str) -> Method | None:
     if jaccard is None or not _scheme_available(scheme):
         return None
     return Method(scheme, _signer(scheme), lambda a, b: float(jaccard(a, b)), threshold, what)
+
+
+def _containment() -> Method | None:
+    containment = _similarity("containment")
+    if containment is None or not _scheme_available("shingles"):
+        return None
+    return Method(
+        "containment",
+        _signer("shingles"),
+        lambda a, b: max(float(containment(a, b)), float(containment(b, a))),
+        0.5,
+        "exact containment of word-shingle sets, the larger direction (partial copies)",
+    )
 
 
 def _minhash() -> Method | None:
@@ -285,6 +303,7 @@ _BUILDERS: dict[str, Callable[[], Method | None]] = {
     "sentences": _sentences,
     "shingles": lambda: _set_jaccard("shingles", 0.5, "exact Jaccard of word-shingle sets"),
     "spotsigs": lambda: _set_jaccard("spotsigs", 0.5, "exact Jaccard of SpotSigs sets"),
+    "containment": _containment,
     "minhash": _minhash,
     "simhash": _simhash,
     "datasketch": _datasketch,
@@ -301,6 +320,7 @@ def available_methods(include_lcs: bool = True, include_external: bool = True) -
             names.append(name)
             if include_lcs and _lcs_ratio_fn() is not None:
                 names.append(f"{name}+lcs")
+    names.extend(n for n in EXTRA_METHODS if _BUILDERS[n]() is not None)
     if include_external:
         names.extend(n for n in EXTERNAL_METHODS if _BUILDERS[n]() is not None)
     return names
@@ -311,7 +331,7 @@ def get_method(name: str, candidate: float | None = None) -> Method:
     unknown or not available here.  ``candidate`` overrides the ``+lcs`` candidate cut."""
     base_name, plus, suffix = name.partition("+")
     if base_name not in _BUILDERS or (plus and suffix != "lcs"):
-        known = ", ".join([*BASE_METHODS, *EXTERNAL_METHODS])
+        known = ", ".join([*BASE_METHODS, *EXTRA_METHODS, *EXTERNAL_METHODS])
         raise ConfigError(f"unknown method {name!r}; known: {known} (and <method>+lcs)")
     base = _BUILDERS[base_name]()
     if base is None:

@@ -24,7 +24,8 @@
   and NHs) over memory sizes holding 34.2 % down to 0.1 % of all shingles (Table 2's blogs
   fractions, at 18 bytes an entry) and writes markdown tables, JSON and PNG plots.
 
-Run: ``python -m neardup.evaluation.origin --out docs/origin`` (``--quick`` for 3 sizes).
+Run: ``python -m neardup.evaluation.origin --out docs/origin`` (4 memory sizes, about 10
+minutes on an idle core; ``--full`` for all 8 sizes of Table 2, ``--quick`` for 2).
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ import numpy.typing as npt
 
 from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector
 from neardup.detect.origin.select import select
-from neardup.detect.origin.table import entry_bytes
+from neardup.detect.origin.table import BucketTable
 from neardup.errors import ConfigError, InputError
+from neardup.evaluation.alignment import render_markdown as render_alignment
+from neardup.evaluation.alignment import AlignmentScore, run_alignment
 from neardup.shingles import hash_forms
 from neardup.text import raw_tokens, tokenize
 
@@ -73,7 +76,9 @@ __all__ = [
 
 # Table 2 (blogs): % of all shingles the table holds at 5000 ... 20 MB.
 MEMORY_FRACTIONS = (0.342, 0.137, 0.068, 0.033, 0.014, 0.007, 0.003, 0.001)
-QUICK_FRACTIONS = (0.342, 0.033, 0.003)
+DEFAULT_FRACTIONS = (0.342, 0.033, 0.003, 0.001)  # the paper's headline points + the smallest
+QUICK_FRACTIONS = (0.342, 0.003)
+COPY_STREAM_ORIGINALS = 12_000  # Reuters originals the copy stream is built from
 _SIZING_ENTRY_BYTES = 18  # the widest entry: the sweep gives every configuration these bytes
 MIN_TOKENS = 45  # the paper drops documents under 45 tokens (Section 3.1)
 
@@ -130,21 +135,23 @@ def _edit(words: list[str], rate: float, vocab: Sequence[str], rng: random.Rando
 def copy_stream(
     docs: Sequence[StreamDoc],
     *,
-    copy_rate: float = 0.35,
+    copy_rate: float = 1.5,
     edit_rate: float = 0.02,
     recent: int = 500,
     seed: int = 0,
 ) -> list[StreamDoc]:
     """Interleave ``docs`` with copier documents built from earlier ones (deterministic).
 
-    A copier is, with probability 1/4, a re-send of one earlier document with word edits at
+    After each original come ``copy_rate`` copiers on average (the integer part always, the
+    fraction with that probability).  A copier is, with probability 1/4, a re-send of one
+    earlier document with word edits at
     ``edit_rate``; otherwise 1 to 3 passages of 10 to 80 words of earlier documents (60 %
     from the ``recent`` last ones, 40 % from anywhere earlier), each edited at
-    ``edit_rate``, between runs of 0 to 60 novel filler words drawn uniformly from the
+    ``edit_rate``, between runs of 0 to 30 novel filler words drawn uniformly from the
     stream's vocabulary (so filler 8-grams are new with high probability).
     """
-    if not 0.0 <= copy_rate <= 1.0 or not 0.0 <= edit_rate <= 1.0:
-        raise ConfigError("copy_rate and edit_rate must be in [0, 1]")
+    if not 0.0 <= copy_rate <= 100.0 or not 0.0 <= edit_rate <= 1.0:
+        raise ConfigError("copy_rate must be in [0, 100] and edit_rate in [0, 1]")
     rng = random.Random(seed)
     vocab = sorted({w.lower() for d in docs[:3000] for w in raw_tokens(d.text) if w.isalpha()})
     if not vocab:
@@ -155,35 +162,52 @@ def copy_stream(
     for doc in docs:
         out.append(doc)
         originals.append(doc)
-        if len(originals) < 2 or rng.random() >= copy_rate:
+        if len(originals) < 2:
             continue
-        n_copies += 1
-        parts: list[str] = []
-        sources: list[tuple[int, str]] = []
-        if rng.random() < 0.25:
-            src = originals[rng.randrange(max(0, len(originals) - recent), len(originals))]
-            words = _edit(src.text.split(), edit_rate, vocab, rng)
-            parts.append(" ".join(words))
-            sources.append((len(words), src.id))
-        else:
-            for _ in range(rng.choice((1, 1, 2, 3))):
-                parts.append(" ".join(rng.choice(vocab) for _ in range(rng.randrange(0, 61))))
-                if rng.random() < 0.6:
-                    src = originals[rng.randrange(max(0, len(originals) - recent), len(originals))]
-                else:
-                    src = originals[rng.randrange(len(originals))]
-                words = src.text.split()
-                length = rng.randrange(10, 81)
-                start = rng.randrange(max(1, len(words) - length + 1))
-                passage = _edit(words[start : start + length], edit_rate, vocab, rng)
-                parts.append(" ".join(passage))
-                sources.append((len(passage), src.id))
-            parts.append(" ".join(rng.choice(vocab) for _ in range(rng.randrange(0, 61))))
-        sources.sort(key=lambda s: -s[0])
-        ids = tuple(dict.fromkeys(s for _, s in sources))
-        text = "\n".join(p for p in parts if p)
-        out.append(StreamDoc(f"copy{n_copies:06d}", text, doc.date, ids))
+        copies = int(copy_rate) + (rng.random() < copy_rate - int(copy_rate))
+        for _ in range(copies):
+            n_copies += 1
+            out.append(
+                _copier(originals, f"copy{n_copies:06d}", doc.date, vocab, rng, edit_rate, recent)
+            )
     return out
+
+
+def _copier(
+    originals: Sequence[StreamDoc],
+    doc_id: str,
+    date: str | None,
+    vocab: Sequence[str],
+    rng: random.Random,
+    edit_rate: float,
+    recent: int,
+) -> StreamDoc:
+    """One copier document (see :func:`copy_stream`)."""
+    parts: list[str] = []
+    sources: list[tuple[int, str]] = []
+    if rng.random() < 0.25:
+        src = originals[rng.randrange(max(0, len(originals) - recent), len(originals))]
+        words = _edit(src.text.split(), edit_rate, vocab, rng)
+        parts.append(" ".join(words))
+        sources.append((len(words), src.id))
+    else:
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            parts.append(" ".join(rng.choice(vocab) for _ in range(rng.randrange(0, 31))))
+            if rng.random() < 0.6:
+                src = originals[rng.randrange(max(0, len(originals) - recent), len(originals))]
+            else:
+                src = originals[rng.randrange(len(originals))]
+            words = src.text.split()
+            length = rng.randrange(10, 81)
+            start = rng.randrange(max(1, len(words) - length + 1))
+            passage = _edit(words[start : start + length], edit_rate, vocab, rng)
+            parts.append(" ".join(passage))
+            sources.append((len(passage), src.id))
+        parts.append(" ".join(rng.choice(vocab) for _ in range(rng.randrange(0, 31))))
+    sources.sort(key=lambda s: -s[0])
+    ids = tuple(dict.fromkeys(s for _, s in sources))
+    text = "\n".join(p for p in parts if p)
+    return StreamDoc(doc_id, text, date, ids)
 
 
 # --- prepared stream, ground truth, metrics ---------------------------------------------------
@@ -328,10 +352,13 @@ class RunResult:
     tf: float
     extra_labelled: int
     extra_accuracy: float
+    stored_median_age: float  # documents between an entry's origin and the stream end
     seconds: float
 
 
-def run_config(prepared: Prepared, truth: Truth, config: OriginConfig, fraction: float) -> RunResult:
+def run_config(
+    prepared: Prepared, truth: Truth, config: OriginConfig, fraction: float
+) -> RunResult:
     """Stream the whole prepared stream through ``config``; score DO, TF and ssr."""
     det = OriginDetector(config, reject_repeated_ids=False)
     query = np.zeros(len(prepared.ids), dtype=bool)
@@ -356,7 +383,9 @@ def run_config(prepared: Prepared, truth: Truth, config: OriginConfig, fraction:
             if guessed.any():
                 ref = truth.shingle_origin[truth.shingle_offsets[i] : truth.shingle_offsets[i + 1]]
                 extra += int(np.count_nonzero(guessed))
-                extra_ok += int(np.count_nonzero(ref[res.selection.starts[guessed]] == res.origins[guessed]))
+                extra_ok += int(
+                    np.count_nonzero(ref[res.selection.starts[guessed]] == res.origins[guessed])
+                )
     seconds = time.perf_counter() - t0
     qmask = np.zeros(truth.token_old.shape[0], dtype=bool)
     for i in truth.query.tolist():
@@ -372,15 +401,34 @@ def run_config(prepared: Prepared, truth: Truth, config: OriginConfig, fraction:
         tf=token_freshness_score(truth.token_old[qmask], pred_old[qmask]),
         extra_labelled=extra,
         extra_accuracy=extra_ok / extra if extra else math.nan,
+        stored_median_age=_median_age(det, len(prepared.ids)),
         seconds=seconds,
     )
+
+
+def _median_age(det: OriginDetector, n_docs: int) -> float:
+    table = det.table
+    if not isinstance(table, BucketTable):
+        return math.nan
+    slot = np.arange(table.capacity) % table.bucket_size
+    bucket = np.arange(table.capacity) // table.bucket_size
+    used = slot < table.fill[bucket]
+    return float(np.median(n_docs - table.origin[used])) if used.any() else math.nan
 
 
 # --- the grid ------------------------------------------------------------------------------
 
 
-def _cfg(selection: str, parameter: int | None, no_overlap: bool, eviction: str, estimation: str) -> OriginConfig:
+def _cfg(
+    selection: str,
+    parameter: int | None,
+    no_overlap: bool,
+    eviction: str,
+    estimation: str,
+    lucky_limit: int = 11,
+) -> OriginConfig:
     return OriginConfig(
+        lucky_limit=lucky_limit,
         selection=selection,
         selection_parameter=parameter,
         no_overlap=no_overlap,
@@ -401,12 +449,14 @@ SELECTION_GRID: tuple[tuple[str, int | None, bool], ...] = (
     ("dct", 8, False),
 )
 ALL_SELECTIONS: tuple[tuple[str, int | None, bool], ...] = (
-    (("all", None, False), ("hailstorm", None, False), ("hailstorm", None, True))
-    + tuple(("every", p, False) for p in (4, 6, 8))
-    + tuple(("modulo", p, n) for p in range(2, 9) for n in (False, True))
-    + tuple(("winnowing", p, n) for p in range(5, 10) for n in (False, True))
-    + tuple(("hashbreak", p, False) for p in range(3, 9))
-    + tuple(("dct", p, False) for p in range(3, 9))
+    ("all", None, False),
+    ("hailstorm", None, False),
+    ("hailstorm", None, True),
+    *(("every", p, False) for p in (4, 6, 8)),
+    *(("modulo", p, n) for p in range(2, 9) for n in (False, True)),
+    *(("winnowing", p, n) for p in range(5, 10) for n in (False, True)),
+    *(("hashbreak", p, False) for p in range(3, 9)),
+    *(("dct", p, False) for p in range(3, 9)),
 )
 
 
@@ -422,6 +472,9 @@ def experiment_configs() -> list[tuple[str, OriginConfig]]:
         for ev in ("copycount", "lucky"):
             for es in ("nb", "e", "b", "be"):
                 out.append(("estimation", _cfg(*sel, ev, es)))
+        # sensitivity of lucky eviction to its halving limit (the paper fixed 11)
+        for limit in (2, 4, 11):
+            out.append(("lucky-limit", _cfg(*sel, "lucky", "be", limit)))
     return out
 
 
@@ -461,12 +514,16 @@ def run_experiment(
     *,
     data_dir: Path | None = None,
     quick: bool = False,
+    full: bool = False,
     query_docs: int = 5000,
     seed: int = 0,
+    alignment: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the whole grid on the Reuters copy stream (and headline configs on the plain
-    Reuters stream); write ``results.json``, ``results.md`` and PNG plots to ``out_dir``.
+    Reuters stream) and, when ``alignment``, the PAN13 passage alignment
+    (:func:`neardup.evaluation.alignment.run_alignment`); write ``results.json``,
+    ``results.md``, ``alignment.*`` and PNG plots to ``out_dir``.
     Returns the results dictionary."""
     say = progress or (lambda _msg: None)
     data = Path(data_dir) if data_dir else Path(__file__).resolve().parents[4] / "shared" / "data"
@@ -475,11 +532,11 @@ def run_experiment(
         raise InputError(f"Reuters data not found at {reuters_path}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    fractions = QUICK_FRACTIONS if quick else MEMORY_FRACTIONS
+    fractions = QUICK_FRACTIONS if quick else MEMORY_FRACTIONS if full else DEFAULT_FRACTIONS
     reuters = load_reuters(reuters_path)
     results: dict[str, Any] = {"machine": _machine(), "fractions": list(fractions), "streams": {}}
     streams = {
-        "copy": copy_stream(reuters, seed=seed),
+        "copy": copy_stream(reuters[:COPY_STREAM_ORIGINALS], seed=seed),
         "reuters": reuters,
     }
     for name, stream in streams.items():
@@ -496,8 +553,18 @@ def run_experiment(
             "query_documents": int(q.shape[0]),
             "query_own_dominant": float(np.mean(truth.own_dominant[q])) if q.size else math.nan,
             "query_fresh_tokens": float(
-                1 - np.mean(np.concatenate([truth.token_old[truth.token_offsets[i] : truth.token_offsets[i + 1]] for i in q.tolist()]))
-            ) if q.size else math.nan,
+                1
+                - np.mean(
+                    np.concatenate(
+                        [
+                            truth.token_old[truth.token_offsets[i] : truth.token_offsets[i + 1]]
+                            for i in q.tolist()
+                        ]
+                    )
+                )
+            )
+            if q.size
+            else math.nan,
             "shingle_copy_ratio": truth.shingle_copy_ratio,
             "mean_copied_block_tokens": truth.mean_copied_block,
             "generator_agreement": _generator_agreement(stream, prepared, truth),
@@ -520,11 +587,22 @@ def run_experiment(
                 key = (cfg.scheme_id, frac)
                 if key not in done:
                     mem = memory_for_fraction(frac, prepared.total_shingles, cfg.bucket_size)
-                    run = run_config(prepared, truth, dataclasses.replace(cfg, memory_bytes=mem), frac)
+                    run = run_config(
+                        prepared, truth, dataclasses.replace(cfg, memory_bytes=mem), frac
+                    )
                     done[key] = dataclasses.asdict(run)
-                    say(f"[{name}] {run.label} {frac:.3%}: ssr {run.ssr:.3f} DO {run.do:.4f} TF {run.tf:.4f} ({run.seconds:.1f}s)")
+                    say(
+                        f"[{name}] {run.label} {frac:.3%}: ssr {run.ssr:.3f} DO {run.do:.4f}"
+                        f" TF {run.tf:.4f} ({run.seconds:.1f}s)"
+                    )
                 entry["runs"].append({"table": table, **done[key]})
         results["streams"][name] = entry
+    if alignment and (data / "pan13_text_alignment" / "docs.jsonl.gz").exists():
+        say("PAN13 passage alignment ...")
+        scores = run_alignment(out_dir, data_dir=data, progress=say)
+        results["alignment"] = {
+            k: {c: s.to_dict() for c, s in v.items()} for k, v in scores.items()
+        }
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=_json_default))
     (out_dir / "results.md").write_text(render_markdown(results))
     _plots(results, out_dir)
@@ -561,23 +639,54 @@ def render_markdown(results: Mapping[str, Any]) -> str:
     for name, entry in results["streams"].items():
         lines += ["", f"## Stream `{name}`", "", "```", json.dumps(entry["stats"], indent=1), "```"]
         if "ssr" in entry:
-            lines += ["", "### ssr of every selection variant (Table 3)", "", "| selection | ssr % |", "|---|---|"]
+            lines += [
+                "",
+                "### ssr of every selection variant (Table 3)",
+                "",
+                "| selection | ssr % |",
+                "|---|---|",
+            ]
             lines += [f"| {k} | {_pct(v)} |" for k, v in entry["ssr"].items()]
         tables = dict.fromkeys(r["table"] for r in entry["runs"])
         for table in tables:
             runs = [r for r in entry["runs"] if r["table"] == table]
             labels = list(dict.fromkeys(r["label"] for r in runs))
             for metric in ("do", "tf"):
-                head = "| config | ssr % | " + " | ".join(f"{100 * f:.1f} %" for f in fracs) + " | avg |"
-                lines += ["", f"### {table}: {metric.upper()} (%) by memory (% of all shingles at 18 B)", "", head]
+                head = (
+                    "| config | ssr % | "
+                    + " | ".join(f"{100 * f:.1f} %" for f in fracs)
+                    + " | avg |"
+                )
+                lines += [
+                    "",
+                    f"### {table}: {metric.upper()} (%) by memory (% of all shingles at 18 B)",
+                    "",
+                    head,
+                ]
                 lines.append("|" + "---|" * (len(fracs) + 3))
                 for label in labels:
                     vals = {r["fraction"]: r[metric] for r in runs if r["label"] == label}
                     ssr = next(r["ssr"] for r in runs if r["label"] == label)
                     row = [vals.get(f, math.nan) for f in fracs]
                     avg = float(np.nanmean(row))
-                    lines.append(f"| {label} | {_pct(ssr)} | " + " | ".join(_pct(v) for v in row) + f" | {_pct(avg)} |")
+                    lines.append(
+                        f"| {label} | {_pct(ssr)} | "
+                        + " | ".join(_pct(v) for v in row)
+                        + f" | {_pct(avg)} |"
+                    )
+    if "alignment" in results:
+        scores = {
+            label: {c: AlignmentScore(**_score_fields(v)) for c, v in per.items()}
+            for label, per in results["alignment"].items()
+        }
+        lines += ["", "## PAN13 passage alignment (character precision / recall)", ""]
+        lines.append(render_alignment(scores))
     return "\n".join(lines) + "\n"
+
+
+def _score_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    keep = ("category", "pairs", "true_chars", "predicted_chars", "matched_chars")
+    return {k: row[k] for k in keep}
 
 
 def _plots(results: Mapping[str, Any], out_dir: Path) -> None:
@@ -597,7 +706,9 @@ def _plots(results: Mapping[str, Any], out_dir: Path) -> None:
         for ax, metric in zip(axes, ("do", "tf"), strict=True):
             for label in dict.fromkeys(r["label"] for r in runs):
                 pts = sorted((r["fraction"], r[metric]) for r in runs if r["label"] == label)
-                ax.plot([100 * p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=label)
+                ax.plot(
+                    [100 * p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=label
+                )
             ax.set_xscale("log")
             ax.set_xlabel("table size (% of all shingles)")
             ax.set_ylabel(f"{metric.upper()} (%)")
@@ -614,14 +725,18 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=Path("docs/origin"))
     parser.add_argument("--data", type=Path, default=None)
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="2 memory sizes")
+    parser.add_argument("--full", action="store_true", help="all 8 memory sizes of Table 2")
     parser.add_argument("--query-docs", type=int, default=5000)
+    parser.add_argument("--no-alignment", action="store_true", help="skip PAN13 alignment")
     args = parser.parse_args(list(argv) if argv is not None else None)
     run_experiment(
         args.out,
         data_dir=args.data,
         quick=args.quick,
+        full=args.full,
         query_docs=args.query_docs,
+        alignment=not args.no_alignment,
         progress=lambda m: print(m, file=sys.stderr, flush=True),
     )
     return 0

@@ -263,7 +263,8 @@ def evaluate_clusters(
     truth: Mapping[str, str], predicted: Mapping[str, str], items: Collection[str] | None = None
 ) -> dict[str, Any]:
     """ARI and B-cubed of ``predicted`` against ``truth`` over ``items`` (default: the ids
-    of ``truth``); ids absent from either mapping are singletons there."""
+    of ``truth``); an id absent from a mapping is its own cluster there (named by its id, so
+    an original that a prediction names only as ``duplicate_of`` target joins its copies)."""
     ids = sorted(items if items is not None else truth.keys())
     t = [truth.get(i, i) for i in ids]
     p = [predicted.get(i, i) for i in ids]

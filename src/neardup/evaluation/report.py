@@ -57,6 +57,10 @@ __all__ = ["ScoreTable", "machine_info", "main", "run_report", "score_all"]
 
 F64 = npt.NDArray[np.float64]
 
+# Copies closer than this to the duplicate/similar boundary (in kept/novel terms) are left
+# out of the "clear cases" view.
+CLEAR_MARGIN = 0.05
+
 
 def machine_info() -> dict[str, Any]:
     """Platform, CPU model, Python and library versions, and the date (UTC)."""
@@ -120,6 +124,9 @@ def _score_one(
     method: Method, pairs: Sequence[tuple[str, str]], texts: Mapping[str, str]
 ) -> tuple[F64, float, float]:
     ids = sorted({x for p in pairs for x in p})
+    # Warm up (numba compilation, caches) so the timings measure steady-state work.
+    warm = method.prepare("Warm up the method. It has two sentences of text in it.")
+    method.compare(warm, warm)
     t0 = time.perf_counter()
     feats = {i: method.prepare(texts[i]) for i in ids}
     t1 = time.perf_counter()
@@ -161,6 +168,14 @@ def score_all(
         toks = {i: lcs_tokens(texts[i]) for i in {x for p in pairs for x in p}}
         lcs = np.array([lcs_ratio_tokens(toks[a], toks[b]) for a, b in pairs], dtype=np.float64)
         lcs_s = time.perf_counter() - t0
+        table.scores["lcs"] = lcs
+        table.thresholds["lcs"] = 0.5
+        table.timing["lcs"] = {
+            "prepare_s": 0.0,
+            "compare_s": lcs_s,
+            "docs": n_docs,
+            "pairs": len(pairs),
+        }
         for name in [n for n in names if n in BASE_METHODS]:
             cut = table.thresholds[name]
             table.scores[f"{name}+lcs"] = np.where(table.scores[name] >= cut, lcs, 0.0)
@@ -200,6 +215,10 @@ def perturbation(
     edits = [p["edit"] for p in result.pairs]
     table = score_all(pairs, texts, methods)
     lab = np.array(labels)
+    # Clear cases: copies at least CLEAR_MARGIN away from the label boundary (and every
+    # pair of independent articles).
+    margin = np.array([abs(p.get("margin", 1.0)) for p in result.pairs])
+    clear = margin >= CLEAR_MARGIN
     y_dup = lab == "duplicate"
     y_story = lab != "different"
     out: dict[str, Any] = {
@@ -208,6 +227,7 @@ def perturbation(
         "docs": len(result.docs),
         "pairs": len(pairs),
         "labels": result.label_counts(),
+        "clear_left_out": int((~clear).sum()),
         "methods": {},
         "timing": table.timing,
     }
@@ -231,6 +251,7 @@ def perturbation(
         out["methods"][name] = {
             "duplicate": _summary(s, y_dup, t),
             "duplicate_vs_different": _summary(s[lab != "similar"], y_dup[lab != "similar"], t),
+            "duplicate_clear": {**_summary(s[clear], y_dup[clear], t), "pairs": int(clear.sum())},
             "same_story": {
                 **_summary(s, y_story, t),
                 "best_threshold": best_story.threshold,
@@ -418,6 +439,7 @@ def _render(results: dict[str, Any]) -> str:
     for name, desc in results["method_descriptions"].items():
         add(f"- `{name}`: {desc} (default threshold {results['default_thresholds'][name]:.3f})")
     add("")
+    _render_summary(results, add)
     if "perturbation" in results:
         _render_perturbation(results["perturbation"], add)
     if "exact_duplicates" in results:
@@ -494,6 +516,67 @@ def _render(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _as_distance(name: str, threshold: float) -> str:
+    """A SimHash similarity threshold as the Hamming distance it allows."""
+    if name.startswith("simhash") and "+lcs" not in name:
+        return f" (d <= {round((1 - threshold) * 64)})"
+    return ""
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def _render_summary(results: dict[str, Any], add: Any) -> None:
+    """One table per method across all data sets, computed from this run's numbers."""
+    pert = results.get("perturbation")
+    if not pert:
+        return
+    add("## Summary\n")
+    add(
+        "Best thresholds are those with the highest F1 on this run's data (the evidence for "
+        "the defaults); *default* is each method's current default threshold.\n"
+    )
+    add(
+        "| method | dup F1 at default | dup best thr | dup best F1 | same-story best thr | "
+        "same-story F1 | dup best F1, clear cases | exact-dup recall | Clough AUC | "
+        "PAN13 no-obf. AUC | MSRP AUC |"
+    )
+    add("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, v in pert["methods"].items():
+        dup, story = v["duplicate"], v["same_story"]
+        bt, st = dup["best"]["threshold"], story["best"]["threshold"]
+        clear = v["duplicate_clear"]["best"]
+        pan = _get(results, "pan13", "methods", name, "auc_vs_no_plagiarism", "02-no-obfuscation")
+        add(
+            f"| {name} | {dup['at_default']['f1']:.3f} | {bt:.3f}{_as_distance(name, bt)} | "
+            f"{dup['best']['f1']:.3f} | {st:.3f}{_as_distance(name, st)} | "
+            f"{story['best']['f1']:.3f} | "
+            f"{clear['f1']:.3f} (thr {clear['threshold']:.3f}) | "
+            f"{_f(_get(results, 'exact_duplicates', 'methods', name, 'recall'), 4)} | "
+            f"{_f(_get(results, 'clough', 'methods', name, 'auc_reuse_vs_non'))} | "
+            f"{_f(pan)} | "
+            f"{_f(_get(results, 'msrp', 'methods', name, 'auc'))} |"
+        )
+    ranked = sorted(pert["methods"].items(), key=lambda kv: -kv[1]["duplicate"]["best"]["f1"])
+    top = ", ".join(f"`{k}` {v['duplicate']['best']['f1']:.3f}" for k, v in ranked[:3])
+    add(
+        f"\nHighest duplicate-vs-rest F1 at the best threshold: {top}.  The goal of issue 7 "
+        "(F1 >= 0.98 for the default duplicate detector) is "
+        + ("met" if ranked[0][1]["duplicate"]["best"]["f1"] >= 0.98 else "**not met**")
+        + " on the full benchmark, where *similar* copies (same story, edited beyond the "
+        "duplicate rule) count as negatives; see the per-edit table for where the errors are. "
+        f"*Clear cases* leave out the copies within {CLEAR_MARGIN} of the label boundary "
+        "(|margin| < "
+        f"{CLEAR_MARGIN}; {pert['clear_left_out']} of {pert['pairs']} pairs), whose label "
+        "hinges on a few words.\n"
+    )
+
+
 def _render_perturbation(r: dict[str, Any], add: Any) -> None:
     add("## 1. Reuters perturbation benchmark\n")
     labels = ", ".join(f"{k} {v}" for k, v in sorted(r["labels"].items()))
@@ -524,6 +607,12 @@ def _render_perturbation(r: dict[str, Any], add: Any) -> None:
             f"{d['average_precision']:.3f} | {1e3 * tm['prepare_s'] / max(1, tm['docs']):.2f} | "
             f"{1e6 * tm['compare_s'] / max(1, tm['pairs']):.1f} |"
         )
+    add(
+        "\nTimes are wall-clock, single-threaded, in this run on a shared machine: indicative "
+        "only (the speed benchmarks in `benchmarks/` measure speed properly).  `prepare` makes "
+        "the signature of one document; `compare` scores one pair (for `+lcs`, including the "
+        "LCS pass)."
+    )
     add("\n### Duplicate vs different (similar pairs left out)\n")
     add("| method | F1 at default | best thr | best F1 | AUC |")
     add("|---|---|---|---|---|")
@@ -593,6 +682,10 @@ def run_report(
         v = get_method(f"{n}+lcs")
         results["method_descriptions"][v.name] = v.description
         results["default_thresholds"][v.name] = v.default_threshold
+    results["method_descriptions"]["lcs"] = (
+        "the LCS ratio alone (longest common run of tokens / longer text), no candidate stage"
+    )
+    results["default_thresholds"]["lcs"] = 0.5
     reuters = data / "reuters21578" / "docs.jsonl.gz"
 
     def run(key: str, needed: Path, fn: Any) -> None:

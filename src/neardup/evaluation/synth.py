@@ -34,18 +34,22 @@ Label semantics (precise)
 Every pair has ``label`` in ``duplicate`` / ``similar`` / ``different``:
 
 * A copy pair (original, copy) is **duplicate** when, measured on the produced texts with
-  case-folded ``\\w+`` words as a bag (multiset), ``kept >= duplicate_min_kept`` (0.8) and
+  case-folded ``\\w+`` words as a bag (multiset) and the added site boilerplate lines left
+  out of the copy (boilerplate is not story content: an article wrapped in any amount of
+  site chrome is still the same article), ``kept >= duplicate_min_kept`` (0.8) and
   ``novel <= duplicate_max_novel`` (0.2), where ``kept`` = |orig ∩ copy| / |orig| (how much of
   the original survives verbatim, word by word) and ``novel`` = 1 - |orig ∩ copy| / |copy|
   (how much of the copy is new or altered).  Otherwise it is **similar** (the same story,
-  edited beyond a duplicate).  The label comes from the produced text, never from a method
-  under test, so every edit and strength is labelled by the same rule.  With the default
-  levels this makes: ``exact``, ``headline``, ``paragraph_reorder`` always duplicate;
-  ``boilerplate``/``paragraph_insert``/``sentence_insert`` duplicate up to about 0.25 added
-  words; ``paragraph_drop``/``sentence_drop``/``truncate`` duplicate up to about 0.2 removed;
-  ``typos``/``ocr`` duplicate up to about 0.2 of the words altered; ``numbers`` usually
-  duplicate (numbers are a small share of words).  Each pair record carries ``kept`` and
-  ``novel`` so other cut-offs can be applied later.
+  edited beyond a duplicate).  ``margin`` = ``min(kept - 0.8, 0.2 - novel)`` is each copy's
+  signed distance from that boundary (positive: duplicate), so evaluations can also report
+  the clear cases apart from borderline ones.  The label comes from the produced text,
+  never from a method under test, so every edit and strength is labelled by the same rule.
+  With the default levels this makes: ``exact``, ``headline``, ``paragraph_reorder`` and
+  ``boilerplate`` always duplicate; ``paragraph_insert``/``sentence_insert`` duplicate up to
+  about 0.25 added words; ``paragraph_drop``/``sentence_drop``/``truncate`` duplicate up to
+  about 0.2 removed; ``typos``/``ocr`` duplicate up to about 0.2 of the words altered;
+  ``numbers`` usually duplicate (numbers are a small share of words).  Each pair record
+  carries ``kept``, ``novel`` and ``margin`` so other cut-offs can be applied later.
 * Pairs of independent articles (same-topic negatives, and the article that lent a quotation
   vs the article that received it) are **different** by construction.
 
@@ -90,8 +94,10 @@ __all__ = [
     "apply_edit",
     "bag_overlap",
     "label_copy",
+    "label_margin",
     "shingle_containment",
     "split_paragraphs",
+    "strip_boilerplate",
     "synthesize",
 ]
 
@@ -710,10 +716,24 @@ def _overlap(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> float:
     return np.intersect1d(a, b, assume_unique=True).size / min(a.size, b.size)
 
 
+def strip_boilerplate(text: str) -> str:
+    """``text`` without the boilerplate lines this module adds (they are not story content)."""
+    for line in _BOILERPLATE:
+        text = text.replace(line, " ")
+    return text
+
+
+def label_margin(kept: float, novel: float, config: SynthConfig | None = None) -> float:
+    """Signed distance of a copy from the label boundary: ``min(kept - min_kept, max_novel -
+    novel)``; positive for duplicates, negative for similar copies."""
+    cfg = config or SynthConfig()
+    return min(kept - cfg.duplicate_min_kept, cfg.duplicate_max_novel - novel)
+
+
 def _copy_pair(
     original: Article, copy: Copy, copy_id: str, edit: str, strength: float, cfg: SynthConfig
 ) -> dict[str, Any]:
-    kept, novel = bag_overlap(original.text, copy.text)
+    kept, novel = bag_overlap(original.text, strip_boilerplate(copy.text))
     return {
         "id1": original.id,
         "id2": copy_id,
@@ -723,6 +743,7 @@ def _copy_pair(
         "changes": copy.changes,
         "kept": round(kept, 4),
         "novel": round(novel, 4),
+        "margin": round(label_margin(kept, novel, cfg), 4),
     }
 
 

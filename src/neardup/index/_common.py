@@ -26,7 +26,7 @@ import os
 import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -75,13 +75,16 @@ class KeyMap:
             raise InputError(f"integer keys must fit in 64-bit signed, got {key}")
         return key
 
-    def prepare(self, keys: object) -> tuple[list[Key], dict[int, tuple[bool, int]]]:
+    def prepare(
+        self, keys: object
+    ) -> tuple[list[Key], dict[int, tuple[bool, int]], dict[Key, int] | None]:
         """Normalise a batch of keys and find the ones already known.
 
-        Returns the keys and ``{position: (in_index, where)}`` for every position whose key is
+        Returns the keys, ``{position: (in_index, where)}`` for every position whose key is
         already indexed (``where`` = its row) or appeared earlier in the batch (``where`` =
-        that position).  Vectorised fast path when all keys are plain ``int`` or ``str`` and
-        new (C-level set and dict operations, no Python loop per key).
+        that position), and, when every key is new, their ``key -> row`` map ready for
+        :meth:`append`.  Fast path when all keys are plain ``int`` or ``str`` and new: C-level
+        dict operations only, no Python loop per key.
         """
         if isinstance(keys, np.ndarray):
             if keys.ndim != 1 or keys.dtype.kind not in "iuU":
@@ -101,8 +104,10 @@ class KeyMap:
             norm = [self.normalise(k) for k in items]
             if len({type(k) for k in norm}) > 1:
                 raise InputTypeError("keys must be all str or all int")
-        if len(set(norm)) == len(norm) and (not self.rows or self.rows.keys().isdisjoint(norm)):
-            return norm, {}
+        start = len(self.keys)
+        fresh = dict(zip(norm, range(start, start + len(norm)), strict=True))
+        if len(fresh) == len(norm) and (not self.rows or self.rows.keys().isdisjoint(fresh)):
+            return norm, {}, fresh
         repeats: dict[int, tuple[bool, int]] = {}
         first: dict[Key, int] = {}
         for i, k in enumerate(norm):
@@ -113,7 +118,7 @@ class KeyMap:
                 repeats[i] = (False, first[k])
             else:
                 first[k] = i
-        return norm, repeats
+        return norm, repeats, None
 
     def row(self, key: object) -> int:
         """The row of ``key``; ``NotFoundError`` when it is not indexed."""
@@ -123,13 +128,22 @@ class KeyMap:
         except KeyError:
             raise NotFoundError(f"key {k!r} is not in the index") from None
 
-    def append(self, keys: Sequence[Key]) -> None:
-        """Give the next rows to ``keys`` (already normalised, new and distinct)."""
+    def append(self, keys: list[Key], rows: dict[Key, int] | None = None) -> None:
+        """Give the next rows to ``keys`` (normalised, new, distinct); ``rows`` is their
+        ``key -> row`` map when :meth:`prepare` already built it."""
         if keys and self.kind is None:
             self.kind = "str" if isinstance(keys[0], str) else "int"
         start = len(self.keys)
-        self.keys.extend(keys)
-        self.rows.update(zip(keys, range(start, start + len(keys)), strict=True))
+        if rows is None:
+            rows = dict(zip(keys, range(start, start + len(keys)), strict=True))
+        if self.keys:
+            self.keys.extend(keys)
+        else:  # take the (already private) list rather than copy 10 M references
+            self.keys = cast("list[Key | None]", keys)
+        if self.rows:
+            self.rows.update(rows)
+        else:
+            self.rows = rows
 
     def drop(self, row: int) -> None:
         key = self.keys[row]

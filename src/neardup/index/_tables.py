@@ -7,9 +7,10 @@ table, the rows whose key shares the query key's top ``width`` bits.
 Layout (log-structured, so adds are cheap and queries stay fast at 10 M rows):
 
 * a small **buffer** of the most recent rows, scanned linearly by the query kernels;
-* a few immutable **segments**: per table, the keys sorted ascending (``uint64``) with their row
-  numbers (``uint32``) in the same order, plus a *directory*: for every value ``p`` of the top
-  ``dbits`` key bits, where the keys with that prefix start (a CSR offsets array).  A lookup is
+* a few immutable **segments**: per table, the keys sorted (stably) by their top ``width``
+  bits (``uint64``) with their row numbers (``uint32``) in the same order, plus a
+  *directory*: for every value ``p`` of the top ``dbits`` key bits, where the keys with that
+  prefix start (a CSR offsets array).  A lookup is
   one directory read plus, when ``width > dbits``, a binary search inside the bucket.
 
 When the buffer is full it becomes a segment; segments are merged while the older one is at
@@ -23,6 +24,8 @@ Memory: 12 bytes per row per table (8 key + 4 row number), plus the directories
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +44,26 @@ _MAX_DIRECTORY_BITS = 16
 def _directory_bits(n: int, min_width: int) -> int:
     """Top bits used by a segment's directory: about log2(n), at most 16 and the key width."""
     return max(1, min(_MAX_DIRECTORY_BITS, min_width, max(1, n.bit_length() - 1)))
+
+
+def _sort_order(keys: U64, widths: tuple[int, ...]) -> npt.NDArray[np.intp]:
+    """(T, n) stable order of each table by its key's top ``width`` bits.
+
+    Only the prefix matters to a lookup, and sorting a prefix of at most 16 bits is a linear
+    radix sort in numpy (``kind="stable"``), several times faster than sorting 64-bit keys.
+    """
+    order = np.empty(keys.shape, dtype=np.intp)
+    for t, width in enumerate(widths):
+        if width >= 64:
+            prefix: npt.NDArray[Any] = keys[t]
+        else:
+            prefix = keys[t] >> np.uint64(64 - width)
+            if width <= 16:
+                prefix = prefix.astype(np.uint16)
+            elif width <= 32:
+                prefix = prefix.astype(np.uint32)
+        order[t] = np.argsort(prefix, kind="stable")
+    return order
 
 
 class Segment:
@@ -69,16 +92,19 @@ class Segment:
         return int(self.keys.nbytes + self.rows.nbytes + self.directory.nbytes)
 
     @classmethod
-    def build(cls, keys: U64, rows: U32, min_width: int) -> Segment:
-        """Sort ``keys`` (T, n) per table, carrying ``rows`` (n,) along."""
-        order = np.argsort(keys, axis=1, kind="stable")
+    def build(cls, keys: U64, rows: U32, widths: tuple[int, ...]) -> Segment:
+        """Sort ``keys`` (T, n) per table by prefix, carrying ``rows`` (n,) along."""
+        order = _sort_order(keys, widths)
         sorted_keys = np.take_along_axis(keys, order, axis=1)
         sorted_rows = rows[order].astype(np.uint32, copy=False)
-        return cls(np.ascontiguousarray(sorted_keys), np.ascontiguousarray(sorted_rows), min_width)
+        return cls(
+            np.ascontiguousarray(sorted_keys), np.ascontiguousarray(sorted_rows), min(widths)
+        )
 
     @classmethod
-    def merge(cls, older: Segment, newer: Segment, alive: Bool, min_width: int) -> Segment:
-        """One segment with the live rows of both (linear: timsort merges the two runs)."""
+    def merge(cls, older: Segment, newer: Segment, alive: Bool, widths: tuple[int, ...]) -> Segment:
+        """One segment with the live rows of both (linear: radix sort of <= 16-bit prefixes,
+        or timsort, which finds the two sorted runs and merges them)."""
         keys = np.concatenate([older.keys, newer.keys], axis=1)
         rows = np.concatenate([older.rows, newer.rows], axis=1)
         keep = alive[rows[0]]
@@ -88,11 +114,11 @@ class Segment:
             t = keys.shape[0]
             keys = keys[mask].reshape(t, -1)
             rows = rows[mask].reshape(t, -1)
-        order = np.argsort(keys, axis=1, kind="stable")
+        order = _sort_order(keys, widths)
         return cls(
             np.ascontiguousarray(np.take_along_axis(keys, order, axis=1)),
             np.ascontiguousarray(np.take_along_axis(rows, order, axis=1)),
-            min_width,
+            min(widths),
         )
 
 
@@ -100,6 +126,7 @@ class MultiTable:
     """``T`` tables of (64-bit key -> rows): a buffer plus log-structured sorted segments."""
 
     def __init__(self, widths: tuple[int, ...], buffer_size: int, merge_ratio: int = 2) -> None:
+        self.width_tuple = tuple(widths)
         self.widths = np.asarray(widths, dtype=np.int64)
         self.num_tables = len(widths)
         self.min_width = min(widths)
@@ -123,7 +150,7 @@ class MultiTable:
             return
         if k >= self.buffer_size:
             self.flush(alive)
-            self._add_segment(Segment.build(keys, rows, self.min_width), alive)
+            self._add_segment(Segment.build(keys, rows, self.width_tuple), alive)
             return
         start = 0
         while start < k:
@@ -147,7 +174,7 @@ class MultiTable:
         rows = rows[keep]
         self.buffer_count = 0
         if rows.shape[0]:
-            self._add_segment(Segment.build(keys, rows.copy(), self.min_width), alive)
+            self._add_segment(Segment.build(keys, rows.copy(), self.width_tuple), alive)
 
     def _add_segment(self, segment: Segment, alive: Bool) -> None:
         self.segments.append(segment)
@@ -155,7 +182,7 @@ class MultiTable:
         while len(segs) >= 2 and segs[-2].size <= self.merge_ratio * segs[-1].size:
             newer = segs.pop()
             older = segs.pop()
-            segs.append(Segment.merge(older, newer, alive, self.min_width))
+            segs.append(Segment.merge(older, newer, alive, self.width_tuple))
 
     def compact(self, alive: Bool, renumber: I64 | None = None) -> None:
         """Merge everything into one segment of live rows; optionally renumber the rows."""
@@ -165,7 +192,7 @@ class MultiTable:
         while len(self.segments) > 1:
             newer = self.segments.pop()
             older = self.segments.pop()
-            self.segments.append(Segment.merge(older, newer, alive, self.min_width))
+            self.segments.append(Segment.merge(older, newer, alive, self.width_tuple))
         seg = self.segments[0]
         if not alive[seg.rows[0]].all():
             empty = Segment(
@@ -173,7 +200,7 @@ class MultiTable:
                 np.zeros((self.num_tables, 0), dtype=np.uint32),
                 self.min_width,
             )
-            seg = Segment.merge(seg, empty, alive, self.min_width)
+            seg = Segment.merge(seg, empty, alive, self.width_tuple)
         if renumber is not None:
             seg = Segment(seg.keys, renumber[seg.rows].astype(np.uint32), self.min_width)
         self.segments = [seg] if seg.size else []

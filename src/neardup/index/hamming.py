@@ -265,7 +265,7 @@ class HammingIndex:
         schemes: list[str] = []
         fps = self._fingerprints(fingerprints, schemes)
         km = self._keys
-        norm, repeats = km.prepare(keys)
+        norm, repeats, prepared = km.prepare(keys)
         if len(norm) != fps.shape[0]:
             raise InputError(f"{len(norm)} keys but {fps.shape[0]} fingerprints")
         fresh = norm
@@ -290,7 +290,7 @@ class HammingIndex:
         self._fps[start : start + len(fresh)] = fps
         self._alive[start : start + len(fresh)] = True
         self._nrows += len(fresh)
-        km.append(fresh)
+        km.append(fresh, prepared)
         rows = np.arange(start, start + len(fresh), dtype=np.uint32)
         self._tables.insert(self._table_keys(fps), rows, self._alive)
 

@@ -251,7 +251,7 @@ class LSHIndex:
         schemes: list[str] = []
         sigs = self._matrix(signatures, schemes)
         km = self._keys
-        norm, repeats = km.prepare(keys)
+        norm, repeats, prepared = km.prepare(keys)
         if len(norm) != sigs.shape[0]:
             raise InputError(f"{len(norm)} keys but {sigs.shape[0]} signatures")
         fresh = norm
@@ -276,7 +276,7 @@ class LSHIndex:
         self._sigs[start : start + len(fresh)] = sigs
         self._alive[start : start + len(fresh)] = True
         self._nrows += len(fresh)
-        km.append(fresh)
+        km.append(fresh, prepared)
         rows = np.arange(start, start + len(fresh), dtype=np.uint32)
         self._tables.insert(band_keys(sigs, self.bands, self.rows), rows, self._alive)
 

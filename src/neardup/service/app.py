@@ -424,6 +424,31 @@ def _dedup_keys(items: list[DedupItem], settings: ServiceSettings) -> list[str]:
     return keys
 
 
+def _fast_dedup_body(
+    raw: bytes,
+) -> tuple[list[tuple[str | None, str | None]] | None, list[str], float | None]:
+    """The hot path of POST /v1/dedup: ``{"items": [ids...], "threshold"?: x}`` parsed with
+    the C JSON parser.  Returns ``(None, [], None)`` for anything else, which the model then
+    validates (with its error messages); the answers are the same either way."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None, [], None
+    if not isinstance(data, dict) or not set(data) <= {"items", "threshold"}:
+        return None, [], None
+    items = data.get("items")
+    threshold = data.get("threshold")
+    if not isinstance(items, list) or not all(type(i) is str for i in items):
+        return None, [], None
+    if threshold is not None and (
+        type(threshold) not in (int, float) or not 0.0 < threshold <= 1.0
+    ):
+        return None, [], None
+    if len(set(items)) != len(items):
+        return None, [], None
+    return [(i, None) for i in items], items, None if threshold is None else float(threshold)
+
+
 def _kept_of(positions: list[int]) -> list[int]:
     """Follow each item's pointer to the kept item its chain ends at (ranking order kept)."""
     kept = []
@@ -556,24 +581,31 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
         ranking order), ``duplicate_of`` (each dropped key -> the kept key it duplicates,
         following chains to the kept item), ``positions`` (the library's raw answer: for each
         position, the earliest position it near-duplicates, or itself)."""
-        body = await model_body(request, DedupIn)
-        if len(body.items) > cfg.max_result_set:
+        raw = await request.body()
+        refs, keys, threshold = _fast_dedup_body(raw)
+        if refs is None:
+            # Anything but the common shape (ids only) goes through the model, which also
+            # words every error.
+            body = await model_body(request, DedupIn)
+            keys = _dedup_keys(body.items, cfg)
+            refs = [(item.id if item.text is None else None, item.text) for item in body.items]
+            threshold = body.threshold
+        if len(refs) > cfg.max_result_set:
             raise InputTooLargeError(
-                f"the result set has {len(body.items)} items; the limit is {cfg.max_result_set}"
+                f"the result set has {len(refs)} items; the limit is {cfg.max_result_set}"
             )
-        if not body.items:
-            return {"keep": [], "duplicate_of": {}, "positions": []}
-        keys = _dedup_keys(body.items, cfg)
-        threshold = body.threshold if body.threshold is not None else cfg.dedup_threshold
-        refs = [(item.id if item.text is None else None, item.text) for item in body.items]
-        positions = be().dedup(refs, threshold)
+        if threshold is None:
+            threshold = cfg.dedup_threshold
+        positions = be().dedup(refs, threshold) if refs else []
         kept = _kept_of(positions)
-        return {
+        answer = {
             "keep": [keys[i] for i, k in enumerate(kept) if k == i],
             "duplicate_of": {keys[i]: keys[k] for i, k in enumerate(kept) if k != i},
             "positions": positions,
             "threshold": threshold,
         }
+        # Rendered directly: the answer is plain JSON already (no encoder pass needed).
+        return Response(json.dumps(answer, separators=(",", ":")), media_type="application/json")
 
     @app.get("/v1/events", tags=["events"], summary="Breaking events")
     async def events(since: str | None = None, until: str | None = None) -> Any:

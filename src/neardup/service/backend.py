@@ -33,9 +33,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from neardup.api import NewsIndex
+from neardup.detect.resultset import dedup_result_set
 from neardup.errors import InputError, NearDupError, NotFoundError
 from neardup.records import Article
 from neardup.service.settings import ServiceSettings
+from neardup.sketch import Signature, sign
 
 __all__ = ["Backend", "LibraryBackend", "open_backend", "plain"]
 
@@ -98,36 +101,41 @@ def _iso_from_us(value: int | None) -> str | None:
 
 
 class SignatureCache:
-    """A bounded LRU of sentence signatures of stored articles, by id."""
+    """Sentence signatures of stored articles by id, bounded to ``capacity`` entries.
+
+    Eviction is first-in first-out (a plain dict in insertion order): a lookup is one dict
+    access, with no bookkeeping on the hot path of ``POST /v1/dedup``.  An evicted signature
+    is recomputed from the stored text on its next use (ids are immutable, so an entry never
+    goes stale).
+    """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._items: dict[str, Any] = {}
 
     def __len__(self) -> int:
         return len(self._items)
 
     def get(self, key: str) -> Any:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
+        return self._items.get(key)
+
+    def lookup(self, keys: Sequence[str]) -> list[Any]:
+        """The cached signature (or ``None``) of each key."""
+        get = self._items.get
+        return [get(k) for k in keys]
 
     def put(self, key: str, value: Any) -> None:
         if self.capacity <= 0:
             return
         self._items[key] = value
-        self._items.move_to_end(key)
         while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
+            del self._items[next(iter(self._items))]
 
 
 class LibraryBackend:
     """The real backend over ``neardup.api.NewsIndex`` and the detectors."""
 
     def __init__(self, settings: ServiceSettings) -> None:
-        from neardup.api import NewsIndex
-
         self.settings = settings
         self.index = NewsIndex(store=settings.store)
         self.store = self.index.stream.store
@@ -209,50 +217,46 @@ class LibraryBackend:
         return [plain(m) for m in found]
 
     # --- result sets (seed 000) -------------------------------------------------------------
-    def _stored_signatures(self, ids: Sequence[str]) -> dict[str, Any]:
-        from neardup.sketch import Signature, sign
-
-        found: dict[str, Any] = {}
-        missing = []
-        for doc_id in ids:
-            sig = self._signatures.get(doc_id)
-            if sig is None:
-                missing.append(doc_id)
-            else:
-                found[doc_id] = sig
-        if missing:
-            rows = {r.id: r for r in self.store.get_many(sorted(set(missing)))}
-            unknown = [i for i in missing if i not in rows]
-            if unknown:
-                shown = ", ".join(repr(i) for i in unknown[:5])
-                more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-                raise NotFoundError(f"no stored article with id {shown}{more}")
-            for doc_id, row in rows.items():
+    def _stored_signatures(self, ids: Sequence[str]) -> list[Any]:
+        """The sentence signature of each stored id, in order (``NotFoundError`` naming the
+        unknown ones)."""
+        found = self._signatures.lookup(ids)
+        missing = [doc_id for doc_id, sig in zip(ids, found, strict=True) if sig is None]
+        if not missing:
+            return found
+        rows = {r.id: r for r in self.store.get_many(sorted(set(missing)))}
+        unknown = [i for i in missing if i not in rows]
+        if unknown:
+            shown = ", ".join(repr(i) for i in unknown[:5])
+            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            raise NotFoundError(f"no stored article with id {shown}{more}")
+        fresh: dict[str, Any] = {}
+        for doc_id, row in rows.items():
+            sig = None
+            try:
+                stored = Signature.from_bytes(row.signature)
+                if stored.scheme == "sentences":
+                    sig = stored
+            except InputError:
                 sig = None
-                try:
-                    stored = Signature.from_bytes(row.signature)
-                    if stored.scheme == "sentences":
-                        sig = stored
-                except InputError:
-                    sig = None
-                if sig is None:
-                    if row.text is None:
-                        raise NotFoundError(f"stored article {doc_id!r} has no text to sign")
-                    sig = sign(row.text, "sentences")
-                self._signatures.put(doc_id, sig)
-                found[doc_id] = sig
-        return found
+            if sig is None:
+                if row.text is None:
+                    raise NotFoundError(f"stored article {doc_id!r} has no text to sign")
+                sig = sign(row.text, "sentences")
+            self._signatures.put(doc_id, sig)
+            fresh[doc_id] = sig
+        return [sig if sig is not None else fresh[i] for i, sig in zip(ids, found, strict=True)]
 
     def dedup(self, items: Sequence[tuple[str | None, str | None]], threshold: float) -> list[int]:
-        from neardup.detect.resultset import dedup_result_set
-        from neardup.sketch import sign
-
-        stored = self._stored_signatures([i for i, t in items if t is None and i is not None])
-        signatures = [
-            sign(text, "sentences") if text is not None else stored[doc_id or ""]
-            for doc_id, text in items
-        ]
-        return [int(p) for p in dedup_result_set(signatures, threshold)]
+        if all(text is None for _, text in items):
+            signatures = self._stored_signatures([doc_id or "" for doc_id, _ in items])
+        else:
+            ids = [doc_id or "" for doc_id, text in items if text is None]
+            stored = iter(self._stored_signatures(ids))
+            signatures = [
+                sign(text, "sentences") if text is not None else next(stored) for _, text in items
+            ]
+        return dedup_result_set(signatures, threshold)
 
     # --- events (seed 003) ------------------------------------------------------------------
     def events(self, since: dt.datetime | None, until: dt.datetime | None) -> list[Any]:
@@ -283,10 +287,9 @@ class LibraryBackend:
         if self._origin is None:
             self._origin = OriginTracker(self.store, self.settings.origin_memory_bytes)
         self._origin.catch_up()
-        if row is not None:
-            report = self._origin.report_of(row)
-        else:
-            report = self._origin.query(text or "")
+        if row is None:
+            return self._with_titles(self._origin.query(text or ""))
+        report = self._origin.report_of(row)
         return self._with_titles(report)
 
     def _with_titles(self, report: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ returned, and among its occurrences in ``b`` the first one.
   or integer token hashes); spans are token indices.
 
 Guarantees: exact and deterministic.  Time O(n) for the LCP scan plus the suffix sort
-(O(n log n) worst case, linear in practice), n = len(a) + len(b); memory about 20 bytes per
+(O(n log n) worst case, linear in practice), n = len(a) + len(b); memory about 25 bytes per
 element.  Inputs longer than ``MAX_ELEMENTS`` in total raise
 :class:`~neardup.errors.InputTooLargeError`.
 """
@@ -120,8 +120,11 @@ def _codepoints(text: str) -> npt.NDArray[np.uint32]:
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
 
 
-def _encode_chars(a: str, b: str) -> tuple[npt.NDArray[np.int64], bytes, int]:
-    """Symbols of ``a + sep + b`` as int64 (for the LCP scan) and as suffix-sort bytes."""
+Encoded = tuple[npt.NDArray[Any], bytes, int]
+
+
+def _encode_chars(a: str, b: str) -> Encoded:
+    """Symbols of ``a + sep + b`` (smallest unsigned dtype) and their suffix-sort bytes."""
     joined = _codepoints(a + b)
     if joined.size and int(joined.max()) < 255:
         # Byte alphabet (ASCII and Latin-1 news): the separator is a byte value not used.
@@ -132,28 +135,26 @@ def _encode_chars(a: str, b: str) -> tuple[npt.NDArray[np.int64], bytes, int]:
         symbols[: len(a)] = joined[: len(a)]
         symbols[len(a)] = sep
         symbols[len(a) + 1 :] = joined[len(a) :]
-        return symbols.astype(np.int64), symbols.tobytes(), 1
-    ranks = np.unique(joined, return_inverse=True)[1].astype(np.int64)
-    return _join_ranks(ranks[: len(a)], ranks[len(a) :], int(ranks.max(initial=-1)) + 1)
+        return symbols, symbols.tobytes(), 1
+    ranks = np.unique(joined, return_inverse=True)[1].astype(np.uint32)
+    return _join_ranks(ranks[: len(a)], ranks[len(a) :], int(ranks.max(initial=0)) + 1)
 
 
-def _encode_tokens(a: Sequence[Any], b: Sequence[Any]) -> tuple[npt.NDArray[np.int64], bytes, int]:
+def _encode_tokens(a: Sequence[Any], b: Sequence[Any]) -> Encoded:
     ids: dict[Any, int] = {}
     try:
-        ra = np.fromiter((ids.setdefault(t, len(ids)) for t in a), dtype=np.int64, count=len(a))
-        rb = np.fromiter((ids.setdefault(t, len(ids)) for t in b), dtype=np.int64, count=len(b))
+        ra = np.fromiter((ids.setdefault(t, len(ids)) for t in a), dtype=np.uint32, count=len(a))
+        rb = np.fromiter((ids.setdefault(t, len(ids)) for t in b), dtype=np.uint32, count=len(b))
     except TypeError as exc:
         raise InputTypeError(f"tokens must be hashable: {exc}") from exc
     return _join_ranks(ra, rb, len(ids))
 
 
-def _join_ranks(
-    ra: npt.NDArray[np.int64], rb: npt.NDArray[np.int64], sep: int
-) -> tuple[npt.NDArray[np.int64], bytes, int]:
-    symbols = np.concatenate([ra, np.array([sep], dtype=np.int64), rb])
+def _join_ranks(ra: npt.NDArray[np.uint32], rb: npt.NDArray[np.uint32], sep: int) -> Encoded:
+    """``ra + [sep] + rb`` with ``sep`` larger than every rank, in the smallest width."""
     width = 1 if sep < 256 else 2 if sep < 65536 else 4
-    encoded = symbols.astype(f">u{width}").tobytes()
-    return symbols, encoded, width
+    symbols = np.concatenate([ra, np.array([sep], dtype=np.uint32), rb]).astype(f"u{width}")
+    return symbols, symbols.astype(f">u{width}").tobytes(), width
 
 
 @numba.njit(cache=True, nogil=True)
@@ -163,10 +164,10 @@ def _lcs_scan(s: Any, sa: Any, n_a: int) -> tuple[int, int, int]:  # pragma: no 
     Returns ``(length, a_start, b_start)``; ``b_start`` is relative to ``b``.
     """
     n = s.shape[0]
-    rank = np.empty(n, dtype=np.int64)
+    rank = np.empty(n, dtype=np.int32)
     for r in range(n):
         rank[sa[r]] = r
-    lcp = np.zeros(n, dtype=np.int64)  # lcp[r] = LCP(suffix sa[r-1], suffix sa[r])
+    lcp = np.zeros(n, dtype=np.int32)  # lcp[r] = LCP(suffix sa[r-1], suffix sa[r])
     h = 0
     for p in range(n):
         r = rank[p]

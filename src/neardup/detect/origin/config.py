@@ -134,6 +134,8 @@ class OriginConfig(Config):
             if self.no_overlap:
                 sel = "N" + sel
         evict = {"random": "R", "lru": "LRU", "copycount": "CC", "lucky": "LS"}[self.eviction]
+        if self.eviction == "lucky" and self.lucky_limit != 11:
+            evict += f"(limit {self.lucky_limit})"
         return f"{sel}+{evict}+{self.estimation.upper()}"
 
 

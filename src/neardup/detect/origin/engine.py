@@ -28,6 +28,7 @@ split-and-reload gives the same output as one run).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import zipfile
@@ -181,7 +182,7 @@ class OriginDetector:
             bounds = [0, *cuts.tolist(), n]
             starts = tokens.starts
             ends = tokens.ends
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            for a, b in itertools.pairwise(bounds):
                 o = int(tok[a])
                 origin = result.names[o] if o >= 0 else result.id
                 segments.append(Segment(starts[a], ends[b - 1], origin, o >= 0))
@@ -222,16 +223,16 @@ class OriginDetector:
         reg_cnt = np.array([v[1] for v in self._registry.values()], dtype=np.int64)
         reg_ids = json.dumps([v[0] for v in self._registry.values()])
         seen = json.dumps(sorted(self._seen) if self._seen is not None else [])
-        arrays = {f"table_{k}": v for k, v in self.table.arrays().items()}
+        arrays: dict[str, Any] = {f"table_{k}": v for k, v in self.table.arrays().items()}
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        arrays["registry_ordinals"] = reg_ord
+        arrays["registry_counts"] = reg_cnt
+        arrays["registry_ids"] = np.frombuffer(reg_ids.encode(), dtype=np.uint8)
+        arrays["seen"] = np.frombuffer(seen.encode(), dtype=np.uint8)
         tmp = target.with_name(target.name + ".tmp")
         try:
             with open(tmp, "wb") as fh:
-                np.savez(
-                    fh, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-                    registry_ordinals=reg_ord, registry_counts=reg_cnt,
-                    registry_ids=np.frombuffer(reg_ids.encode(), dtype=np.uint8),
-                    seen=np.frombuffer(seen.encode(), dtype=np.uint8), **arrays,
-                )  # fmt: skip
+                np.savez(fh, **arrays)
             os.replace(tmp, target)
         except OSError as exc:
             raise StoreError(f"cannot write origin state {target}: {exc}") from exc

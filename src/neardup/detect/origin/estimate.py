@@ -80,7 +80,7 @@ def estimate(
         est[j] = origin[j] if found[j] else own
         labelled[j] = found[j]
         first[j] = np.uint8(fps[j] >> np.uint64(56))
-    if method == BRIDGING or method == BRIDGING_EXPANSION:
+    if method == BRIDGING or method == BRIDGING_EXPANSION:  # noqa: SIM109 (numba)
         bridged = np.zeros(m, dtype=np.bool_)
         for j in range(m):
             if not found[j] or origin[j] == own:
@@ -103,7 +103,7 @@ def estimate(
                 break
         for j in range(m):
             labelled[j] = labelled[j] or bridged[j]
-    if method == EXPANSION or method == BRIDGING_EXPANSION:
+    if method == EXPANSION or method == BRIDGING_EXPANSION:  # noqa: SIM109 (numba)
         for j in range(m):
             if not found[j] or origin[j] == own:
                 continue
@@ -118,7 +118,7 @@ def estimate(
 
 @numba.njit(cache=True)
 def token_origins(n_tokens: int, starts: I64, ends: I64, est: I64, own: int) -> I64:
-    """Per token: the origin of the left-most covering copied fingerprint, or -1 (fresh)."""  # noqa: D401
+    """Per token: the origin of the left-most covering copied fingerprint, or -1 (fresh)."""
     out = np.full(n_tokens, -1, dtype=np.int64)
     for j in range(est.shape[0]):
         if est[j] == own:

@@ -23,6 +23,7 @@ the scan starts at a random slot.  Scores saturate at 255.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
@@ -46,7 +47,7 @@ POLICY_CODES = {"random": RANDOM, "lru": LRU, "copycount": COPYCOUNT, "lucky": L
 
 
 @numba.njit(cache=True, inline="always")
-def next_random(state: npt.NDArray[np.uint64]) -> np.uint64:  # pragma: no cover - numba
+def next_random(state: npt.NDArray[np.uint64]) -> Any:  # pragma: no cover - numba
     """xorshift64* (Vigna 2016): advance ``state[0]`` and return a 64-bit value."""
     x = state[0]
     x ^= x >> np.uint64(12)
@@ -58,8 +59,8 @@ def next_random(state: npt.NDArray[np.uint64]) -> np.uint64:  # pragma: no cover
 
 @numba.njit(cache=True)
 def choose_victim(
-    policy: int, base: int, count: int, score: npt.NDArray[np.uint8], rng: npt.NDArray[np.uint64]
-) -> int:  # pragma: no cover - numba
+    policy: int, base: Any, count: Any, score: npt.NDArray[np.uint8], rng: npt.NDArray[np.uint64]
+) -> Any:  # pragma: no cover - numba
     """Slot (0-based within the bucket) to evict from a full bucket."""
     if policy == LRU:
         return 0
@@ -78,7 +79,7 @@ def choose_victim(
 
 @numba.njit(cache=True)
 def halve_if_needed(
-    policy: int, base: int, count: int, score: npt.NDArray[np.uint8], saturated: int, limit: int
+    policy: int, base: Any, count: Any, score: npt.NDArray[np.uint8], saturated: int, limit: int
 ) -> None:  # pragma: no cover - numba
     """CC: halve when ``saturated`` counters are at 255; Lucky: when the mean reaches ``limit``."""
     if policy == COPYCOUNT:
@@ -118,7 +119,7 @@ def lucky_bonus(origins: npt.NDArray[np.int64], own: int, every: int) -> npt.NDA
             r += 1
         size = r - j + 1
         if size >= 2:
-            extra = int(math.floor(math.sqrt(size - 2)))
+            extra = int(math.floor(math.sqrt(size - 2)))  # noqa: RUF046 (numba typing)
             bonus[j] += extra
             bonus[r] += extra
         j = r + 1

@@ -222,7 +222,7 @@ def _dct_fps(token_hashes: U64, starts: I64, ends: I64) -> U64:  # pragma: no co
             peak = max(peak, abs(c))
         packed = np.uint64(0)
         for u in range(16):
-            q = 8 if peak == 0.0 else int(math.floor((coeffs[u] / peak + 1.0) * 8.0))
+            q = 8 if peak == 0.0 else int(math.floor((coeffs[u] / peak + 1.0) * 8.0))  # noqa: RUF046
             q = min(max(q, 0), 15)
             packed = (packed << np.uint64(4)) | np.uint64(q)
         out[s] = _splitmix(packed ^ (np.uint64(n) * _POLY))

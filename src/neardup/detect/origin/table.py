@@ -41,7 +41,6 @@ import numpy.typing as npt
 
 from neardup.detect.origin.config import OriginConfig
 from neardup.detect.origin.evict import (
-    COPYCOUNT,
     LRU,
     LUCKY,
     POLICY_CODES,
@@ -97,7 +96,7 @@ def _neighbour_bytes(fps: U64) -> tuple[U8, U8]:
 @numba.njit(cache=True)
 def _find(
     fp: np.uint64, nbuckets: int, bsize: int, tag_hi: U16, tag_lo: U32, fill: U8
-) -> tuple[int, int, int]:  # pragma: no cover - numba
+) -> tuple[Any, Any, Any]:  # pragma: no cover - numba
     b = np.int64(((fp >> np.uint64(32)) * np.uint64(nbuckets)) >> np.uint64(32))
     hi = np.uint16((fp >> np.uint64(32)) & np.uint64(0xFFFF))
     lo = np.uint32(fp & np.uint64(0xFFFFFFFF))
@@ -110,8 +109,17 @@ def _find(
 
 
 @numba.njit(cache=True)
-def _move(src: int, dst: int, tag_hi: U16, tag_lo: U32, origin: I64, offset: U8, prev: U8,
-          nxt: U8, score: U8) -> None:  # pragma: no cover - numba
+def _move(
+    src: int,
+    dst: int,
+    tag_hi: U16,
+    tag_lo: U32,
+    origin: I64,
+    offset: U8,
+    prev: U8,
+    nxt: U8,
+    score: U8,
+) -> None:  # pragma: no cover - numba
     tag_hi[dst] = tag_hi[src]
     tag_lo[dst] = tag_lo[src]
     origin[dst] = origin[src]
@@ -126,10 +134,28 @@ def _move(src: int, dst: int, tag_hi: U16, tag_lo: U32, origin: I64, offset: U8,
 
 @numba.njit(cache=True)
 def _probe_insert(
-    fps: U64, own: int, nbuckets: int, bsize: int,
-    tag_hi: U16, tag_lo: U32, origin: I64, offset: U8, prev: U8, nxt: U8, score: U8,
-    fill: U8, rng: U64, policy: int, saturated: int, limit: int,
-    found: BOOL, f_origin: I64, f_offset: U8, f_prev: U8, f_next: U8, evicted: I64,
+    fps: U64,
+    own: int,
+    nbuckets: int,
+    bsize: int,
+    tag_hi: U16,
+    tag_lo: U32,
+    origin: I64,
+    offset: U8,
+    prev: U8,
+    nxt: U8,
+    score: U8,
+    fill: U8,
+    rng: U64,
+    policy: int,
+    saturated: int,
+    limit: int,
+    found: BOOL,
+    f_origin: I64,
+    f_offset: U8,
+    f_prev: U8,
+    f_next: U8,
+    evicted: I64,
 ) -> int:  # pragma: no cover - numba
     """Probe every fingerprint in order, inserting misses; returns the number evicted."""
     m = fps.shape[0]
@@ -203,8 +229,15 @@ def _probe_insert(
 
 @numba.njit(cache=True)
 def _add_scores(
-    fps: U64, bonus: I64, nbuckets: int, bsize: int, tag_hi: U16, tag_lo: U32, score: U8,
-    fill: U8, limit: int,
+    fps: U64,
+    bonus: I64,
+    nbuckets: int,
+    bsize: int,
+    tag_hi: U16,
+    tag_lo: U32,
+    score: U8,
+    fill: U8,
+    limit: int,
 ) -> None:  # pragma: no cover - numba
     """Lucky rules (b)-(e): add ``bonus[j]`` to fingerprint j's score if it is still stored."""
     for j in range(fps.shape[0]):

@@ -1,5 +1,15 @@
-"""``neardup eval pairs|clusters|origin|alignment``: measure quality on labelled data.
+"""The click commands ``neardup synth`` and ``neardup eval pairs|clusters|origin|alignment``.
 
+They live in the evaluation layer (not in ``neardup.cli``) because the import-layer contract
+makes ``neardup.cli`` and ``neardup.evaluation`` independent peers; ``neardup.cli`` loads them
+by name from its ``COMMANDS`` table, like every other command.
+
+* ``synth CORPUS -o OUT``: writes ``OUT/docs.jsonl`` (originals, copies and quotation
+  receivers, each with a ``synth`` object: role, group, copy_of, edit, strength),
+  ``OUT/labels.jsonl`` (pairs ``id1``, ``id2``, ``label`` duplicate/similar/different,
+  ``edit``, ``strength``, ``kept``, ``novel``, ``margin``) and ``OUT/manifest.json``.  Files are
+  written under a temporary name and renamed when complete, so a partial output is never
+  mistaken for a finished one.  Label semantics: :mod:`neardup.evaluation.synth`.
 * ``eval pairs LABELS --docs DOCS``: labelled pairs -> precision, recall, F1 at the threshold
   and over a threshold sweep (best F1), ROC AUC and average precision, per method; with
   ``--by FIELD`` the recall / false-positive rate per group (e.g. per edit type); with
@@ -7,23 +17,124 @@
 * ``eval clusters PREDICTED --gold GOLD``: ARI and B-cubed of a predicted clustering (e.g.
   ``neardup dedup`` output) against gold groups (e.g. ``neardup synth`` docs).
 * ``eval origin`` / ``eval alignment``: hooks into :mod:`neardup.evaluation.origin` and
-  :mod:`neardup.evaluation.alignment` (loaded lazily; a clear error if not installed).
+  :mod:`neardup.evaluation.alignment` (loaded lazily; a clear error if not available).
 
-Output: a readable summary, or one JSON object with ``--json``.
+Output of ``eval``: a readable summary, or one JSON object with ``--json``.  Errors are
+:class:`~neardup.errors.NearDupError` subclasses, mapped to exit codes by ``neardup.cli.main``.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from neardup.errors import ConfigError
+from neardup.errors import ConfigError, StoreError
 
-__all__ = ["eval_group"]
+__all__ = ["eval_group", "synth"]
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    tmp = path.with_name(path.name + ".partial")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc}") from exc
+
+
+@click.command("synth")
+@click.argument("corpus", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Output directory (created): docs.jsonl, labels.jsonl, manifest.json.",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
+@click.option("--copies-per-doc", default=3, show_default=True, type=int)
+@click.option(
+    "--negatives",
+    "negatives_per_doc",
+    default=1,
+    show_default=True,
+    type=int,
+    help="Same-topic negatives per original.",
+)
+@click.option(
+    "--quote-rate",
+    default=0.1,
+    show_default=True,
+    type=float,
+    help="Fraction of originals that lend a quotation to an independent story.",
+)
+@click.option(
+    "--max-originals",
+    default=1000,
+    show_default=True,
+    type=int,
+    help="Eligible originals taken from the start of the corpus.",
+)
+@click.option("--min-words", default=60, show_default=True, type=int)
+@click.option(
+    "--edits",
+    default=None,
+    help="Comma-separated edit types (default: all; see docs/evaluation.md).",
+)
+def synth(
+    corpus: Path,
+    out_dir: Path,
+    seed: int,
+    copies_per_doc: int,
+    negatives_per_doc: int,
+    quote_rate: float,
+    max_originals: int,
+    min_words: int,
+    edits: str | None,
+) -> None:
+    """Make a labelled near-duplicate benchmark from CORPUS (JSON Lines, .gz allowed)."""
+    from neardup.evaluation.pairs import read_jsonl
+    from neardup.evaluation.synth import COPY_EDITS, SynthConfig, synthesize
+
+    chosen = tuple(e.strip() for e in edits.split(",") if e.strip()) if edits else COPY_EDITS
+    cfg = SynthConfig(
+        seed=seed,
+        copies_per_doc=copies_per_doc,
+        negatives_per_doc=negatives_per_doc,
+        quote_rate=quote_rate,
+        max_originals=max_originals,
+        min_words=min_words,
+        edits=chosen,
+    )
+    result = synthesize(read_jsonl(corpus), cfg)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create {out_dir}: {exc}") from exc
+    _write_jsonl(out_dir / "docs.jsonl", result.docs)
+    _write_jsonl(out_dir / "labels.jsonl", result.pairs)
+    manifest = {
+        "corpus": str(corpus),
+        "config": cfg.to_dict(),
+        "scheme_id": cfg.scheme_id,
+        "docs": len(result.docs),
+        "pairs": len(result.pairs),
+        "labels": result.label_counts(),
+    }
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.label_counts().items()))
+    click.echo(
+        f"wrote {len(result.docs)} documents and {len(result.pairs)} pairs ({counts}) to {out_dir}",
+        err=True,
+    )
 
 
 @click.group("eval")
@@ -226,25 +337,52 @@ def _hook(module_name: str, function: str) -> Any:
     return fn
 
 
-# HOOK (eval origin): neardup.evaluation.origin.evaluate_origin(predicted, gold) -> dict
-# (DO, TF, ssr of seed 004).  Written by the origin-detection helper.
+# HOOK (eval origin): neardup.evaluation.origin.run_experiment(out_dir, data_dir=, quick=)
+# runs seed 004's DO / TF / ssr grid on the Reuters copy stream (written by the origin helper).
 @eval_group.command("origin")
-@click.argument("predicted", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--gold", required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def origin_cmd(predicted: Path, gold: Path, as_json: bool) -> None:
-    """Origin detection quality (DO, TF, ssr) of PREDICTED against GOLD."""
-    result = _hook("origin", "evaluate_origin")(predicted, gold)
-    _emit(result, as_json, json.dumps(result, indent=2, sort_keys=True, default=str))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("docs/origin"),
+    show_default=True,
+    help="Where results.json, results.md and the plots are written.",
+)
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The shared data folder (default: ../shared/data).",
+)
+@click.option("--quick", is_flag=True, help="Two memory sizes only.")
+def origin_cmd(out_dir: Path, data_dir: Path | None, quick: bool) -> None:
+    """Origin detection quality (DO, TF, ssr of seed 004) on the Reuters copy stream."""
+    run = _hook("origin", "run_experiment")
+    run(out_dir, data_dir=data_dir, quick=quick, progress=lambda m: click.echo(m, err=True))
+    click.echo(f"wrote {out_dir / 'results.md'} and {out_dir / 'results.json'}", err=True)
 
 
-# HOOK (eval alignment): neardup.evaluation.alignment.evaluate_alignment(predicted, gold)
-# -> dict (character-level precision/recall/F1 of copied passages, PAN format).
+# HOOK (eval alignment): neardup.evaluation.alignment.evaluate_alignment(data_dir, limit=)
+# -> {category: AlignmentScore}: character-level precision/recall/F1 of the copied passages
+# origin detection finds in PAN13 (written by the origin helper).
 @eval_group.command("alignment")
-@click.argument("predicted", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--gold", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The shared data folder (default: ../shared/data).",
+)
+@click.option("--limit", type=int, default=None, help="At most this many pairs per category.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def alignment_cmd(predicted: Path, gold: Path, as_json: bool) -> None:
-    """Character-level alignment quality of PREDICTED passages against GOLD (PAN format)."""
-    result = _hook("alignment", "evaluate_alignment")(predicted, gold)
-    _emit(result, as_json, json.dumps(result, indent=2, sort_keys=True, default=str))
+def alignment_cmd(data_dir: Path | None, limit: int | None, as_json: bool) -> None:
+    """Character-level passage alignment quality on PAN13, per obfuscation category."""
+    scores = _hook("alignment", "evaluate_alignment")(data_dir, limit=limit)
+    plain = {c: s.to_dict() for c, s in scores.items()}
+    lines = [f"{'category':28} {'pairs':>6} {'P':>7} {'R':>7} {'F1':>7}"]
+    for c, v in plain.items():
+        lines.append(
+            f"{c:28} {v['pairs']:6} {v['precision']:7.3f} {v['recall']:7.3f} {v['f1']:7.3f}"
+        )
+    _emit({"categories": plain}, as_json, "\n".join(lines))

@@ -1,0 +1,355 @@
+"""MinHash LSH at scale: neardup LSHIndex vs datasketch MinHashLSH vs rensa RMinHashLSH.
+
+Data (synthetic, numpy PCG64 seed 0): ``--n`` MinHash signatures of ``--num-perm`` values,
+made in the MinHash model itself: 80 % "originals" with independent uniform 32-bit values per
+position (distinct sets), 20 % near copies of an earlier original where each position keeps
+the original's value with probability s ~ U(0.5, 1) (Pr[equal MinHash] = Jaccard = s) and
+is fresh otherwise.  Values are 32-bit because rensa's digests are 32-bit; every library gets
+the *same* values (neardup: ``Signature`` of uint64; datasketch: ``LeanMinHash(hashvalues=)``;
+rensa: ``RMinHash`` whose state is set to the values through its pickle format, checked by
+comparing ``digest()``).  Queries: half near copies (s ~ U(0.6, 1)) of stored signatures,
+half fresh.
+
+All three use the same band layout (``--bands`` x ``--rows``, default 16 x 8 = 128: the
+datasketch/neardup tuning for threshold 0.7 with weights 0.5/0.5 is (14, 9); a layout that
+divides num_perm is used so rensa's ``num_bands`` gives identical bands).  Each library runs
+in its own forked process: insert one signature at a time (objects built outside the timed
+loop), then query one at a time; RSS growth of the process over the insert = index memory.
+neardup also reports ``add_many`` (bulk) and ``query_many`` (batch) and, unlike the others,
+returns every candidate *with its estimated Jaccard*.
+
+Run:  /work/venv/bin/python benchmarks/bench_lsh.py [--n 1000000] [--libs neardup,datasketch,rensa]
+Writes benchmarks/results/lsh.json.  Bounded by ``--time-limit`` seconds of inserting per
+library: a library that would exceed it is run at the n it reached (stated in the output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import multiprocessing
+import platform
+import resource
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SCHEME = "minhash/bench"
+CHUNK = 10_000
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    from importlib.metadata import PackageNotFoundError, version
+
+    for pkg in ("numba", "datasketch", "rensa"):
+        try:
+            info[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return info
+
+
+def rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def make_data(n: int, queries: int, num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    sigs = rng.integers(0, 2**32, size=(n, num_perm), dtype=np.uint64)
+    copies = np.nonzero(rng.random(n) < 0.2)[0]
+    copies = copies[copies > 0]
+    sources = (rng.random(copies.shape[0]) * copies).astype(np.int64)  # an earlier document
+    keep = rng.random((copies.shape[0], num_perm)) < rng.uniform(0.5, 1.0, (copies.shape[0], 1))
+    sigs[copies] = np.where(keep, sigs[sources], sigs[copies])
+    qs = rng.integers(0, 2**32, size=(queries, num_perm), dtype=np.uint64)
+    near = np.arange(queries // 2)
+    src = rng.integers(0, n, size=near.shape[0])
+    keep = rng.random((near.shape[0], num_perm)) < rng.uniform(0.6, 1.0, (near.shape[0], 1))
+    qs[near] = np.where(keep, sigs[src], qs[near])
+    return sigs, qs
+
+
+# -- adapters: make objects (untimed), insert one, query one ------------------------------
+
+
+class NeardupAdapter:
+    name = "neardup LSHIndex"
+
+    def __init__(self, num_perm: int, bands: int, rows: int) -> None:
+        from neardup.index import LSHIndex
+
+        self.index = LSHIndex(num_perm=num_perm, bands=bands, rows=rows)
+
+    def objects(self, matrix: np.ndarray) -> list[Any]:
+        from neardup.sketch.base import Signature
+
+        return [Signature(SCHEME, row) for row in matrix]
+
+    def insert(self, key: int, obj: Any) -> None:
+        self.index.add(key, obj)
+
+    def query(self, obj: Any) -> int:
+        return len(self.index.query(obj))
+
+
+class DatasketchAdapter:
+    name = "datasketch MinHashLSH"
+
+    def __init__(self, num_perm: int, bands: int, rows: int) -> None:
+        from datasketch import MinHashLSH
+
+        self.index = MinHashLSH(num_perm=num_perm, params=(bands, rows))
+        self.num_perm = num_perm
+
+    def objects(self, matrix: np.ndarray) -> list[Any]:
+        from datasketch import LeanMinHash
+
+        return [LeanMinHash(seed=1, hashvalues=row) for row in matrix]
+
+    def insert(self, key: int, obj: Any) -> None:
+        self.index.insert(key, obj)
+
+    def query(self, obj: Any) -> int:
+        return len(self.index.query(obj))
+
+
+def _varints(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LEB128 bytes (n, P, 5) and their lengths (n, P) of 32-bit values."""
+    v = matrix.astype(np.uint64)
+    out = np.zeros((*v.shape, 5), dtype=np.uint8)
+    lengths = np.ones(v.shape, dtype=np.int64)
+    for i in range(5):
+        byte = (v >> np.uint64(7 * i)) & np.uint64(0x7F)
+        more = (v >> np.uint64(7 * (i + 1))) > 0
+        out[..., i] = (byte | (more.astype(np.uint64) << np.uint64(7))).astype(np.uint8)
+        lengths += more
+    return out, lengths
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+class RensaAdapter:
+    name = "rensa RMinHashLSH"
+    # Observed pickle state of rensa 0.5 RMinHash: magic, a version varint, then varints of
+    # num_perm, seed, the length and the values (checked against digest() below).
+    HEADER = b"Rensa:RMinHash:2\x00\x82\x90\xb5\x92\x05"
+
+    def __init__(self, num_perm: int, bands: int, rows: int) -> None:
+        import rensa
+
+        self.rensa = rensa
+        self.num_perm = num_perm
+        self.index = rensa.RMinHashLSH(threshold=0.7, num_perm=num_perm, num_bands=bands)
+        self.prefix = self.HEADER + _varint(num_perm) + _varint(0) + _varint(num_perm)
+        self.checked = False
+
+    def objects(self, matrix: np.ndarray) -> list[Any]:
+        raw, lengths = _varints(matrix)
+        mask = np.arange(5)[None, None, :] < lengths[..., None]
+        out = []
+        for i in range(matrix.shape[0]):
+            m = self.rensa.RMinHash(num_perm=self.num_perm, seed=0)
+            m.__setstate__(self.prefix + raw[i][mask[i]].tobytes())
+            out.append(m)
+        if not self.checked:
+            if [int(x) for x in out[0].digest()] != matrix[0].tolist():
+                raise RuntimeError("rensa state format differs: digest does not round-trip")
+            self.checked = True
+        return out
+
+    def insert(self, key: int, obj: Any) -> None:
+        self.index.insert(key, obj)
+
+    def query(self, obj: Any) -> int:
+        return len(self.index.query(obj))
+
+
+ADAPTERS: dict[str, Callable[[int, int, int], Any]] = {
+    "neardup": NeardupAdapter,
+    "datasketch": DatasketchAdapter,
+    "rensa": RensaAdapter,
+}
+
+
+def chunks(n: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, CHUNK):
+        yield start, min(n, start + CHUNK)
+
+
+def run_library(
+    lib: str, sigs: np.ndarray, qs: np.ndarray, bands: int, rows: int, time_limit: float
+) -> dict[str, Any]:
+    num_perm = sigs.shape[1]
+    adapter = ADAPTERS[lib](num_perm, bands, rows)
+    rss0 = rss_bytes()
+    insert_s = insert_cpu = 0.0
+    inserted = 0
+    for start, end in chunks(sigs.shape[0]):
+        objs = adapter.objects(sigs[start:end])
+        t, c = time.perf_counter(), time.thread_time()
+        for key, obj in enumerate(objs, start):
+            adapter.insert(key, obj)
+        insert_s += time.perf_counter() - t
+        insert_cpu += time.thread_time() - c
+        inserted = end
+        del objs
+        if insert_s > time_limit:
+            break
+    rss1 = rss_bytes()
+    qobjs = adapter.objects(qs)
+    for obj in qobjs[:20]:
+        adapter.query(obj)
+    candidates = 0
+    t, c = time.perf_counter(), time.thread_time()
+    for obj in qobjs:
+        candidates += adapter.query(obj)
+    query_s, query_cpu = time.perf_counter() - t, time.thread_time() - c
+    out: dict[str, Any] = {
+        "library": adapter.name,
+        "n_inserted": inserted,
+        "stopped_by_time_limit": inserted < sigs.shape[0],
+        "insert_per_s": inserted / insert_s,
+        "insert_per_cpu_s": inserted / insert_cpu,
+        "query_per_s": qs.shape[0] / query_s,
+        "query_per_cpu_s": qs.shape[0] / query_cpu,
+        "mean_candidates": candidates / qs.shape[0],
+        "index_rss_bytes": rss1 - rss0,
+        "rss_bytes_per_doc": (rss1 - rss0) / inserted,
+    }
+    if lib == "neardup":
+        out["array_bytes_per_doc"] = adapter.index.nbytes / inserted
+    return out
+
+
+def run_neardup_bulk(sigs: np.ndarray, qs: np.ndarray, bands: int, rows: int) -> dict[str, Any]:
+    from neardup.index import LSHIndex
+
+    index = LSHIndex(num_perm=sigs.shape[1], bands=bands, rows=rows)
+    rss0 = rss_bytes()
+    t, c = time.perf_counter(), time.thread_time()
+    index.add_many(list(range(sigs.shape[0])), sigs)
+    add_s, add_cpu = time.perf_counter() - t, time.thread_time() - c
+    rss1 = rss_bytes()
+    index.query_many(qs[:10])
+    t, c = time.perf_counter(), time.thread_time()
+    results = index.query_many(qs)
+    q_s, q_cpu = time.perf_counter() - t, time.thread_time() - c
+    return {
+        "library": "neardup LSHIndex add_many / query_many (raw uint64 matrix)",
+        "n_inserted": sigs.shape[0],
+        "insert_per_s": sigs.shape[0] / add_s,
+        "insert_per_cpu_s": sigs.shape[0] / add_cpu,
+        "query_per_s": qs.shape[0] / q_s,
+        "query_per_cpu_s": qs.shape[0] / q_cpu,
+        "mean_candidates": sum(len(r) for r in results) / qs.shape[0],
+        "index_rss_bytes": rss1 - rss0,
+        "rss_bytes_per_doc": (rss1 - rss0) / sigs.shape[0],
+        "array_bytes_per_doc": index.nbytes / sigs.shape[0],
+    }
+
+
+def _child(queue: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> None:
+    result = fn(*args)
+    result["child_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    queue.put(result)
+
+
+def isolated(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """Run ``fn`` in a forked child so its memory is measured alone (the data is shared)."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(queue, fn, args))
+    proc.start()
+    result: dict[str, Any] = queue.get()
+    proc.join()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=10_000)
+    parser.add_argument("--num-perm", type=int, default=128)
+    parser.add_argument("--bands", type=int, default=16)
+    parser.add_argument("--rows", type=int, default=8)
+    parser.add_argument("--libs", default="neardup,datasketch,rensa")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="insert seconds per lib")
+    parser.add_argument("--out", type=Path, default=RESULTS / "lsh.json")
+    args = parser.parse_args()
+    sigs, qs = make_data(args.n, args.queries, args.num_perm, seed=0)
+    print(
+        f"{args.n:,} signatures x {args.num_perm}, {args.queries:,} queries, "
+        f"{args.bands} bands x {args.rows} rows"
+    )
+    runs = []
+    for lib in args.libs.split(","):
+        r = isolated(run_library, lib, sigs, qs, args.bands, args.rows, args.time_limit)
+        runs.append(r)
+        print(
+            f"{r['library']}: n {r['n_inserted']:,}, insert {r['insert_per_s']:,.0f}/s "
+            f"({r['insert_per_cpu_s']:,.0f}/CPU s), query {r['query_per_s']:,.0f}/s "
+            f"({r['query_per_cpu_s']:,.0f}/CPU s), {r['rss_bytes_per_doc']:.0f} B/doc RSS, "
+            f"peak {r['child_peak_rss_bytes'] / 2**30:.2f} GiB, "
+            f"{r['mean_candidates']:.2f} candidates/query"
+        )
+    bulk = None
+    if "neardup" in args.libs.split(","):
+        bulk = isolated(run_neardup_bulk, sigs, qs, args.bands, args.rows)
+        print(
+            f"{bulk['library']}: insert {bulk['insert_per_s']:,.0f}/s, "
+            f"query {bulk['query_per_s']:,.0f}/s, {bulk['rss_bytes_per_doc']:.0f} B/doc RSS, "
+            f"{bulk['array_bytes_per_doc']:.0f} B/doc arrays"
+        )
+    result = {
+        "machine": machine(),
+        "n": args.n,
+        "queries": args.queries,
+        "num_perm": args.num_perm,
+        "bands": args.bands,
+        "rows": args.rows,
+        "data": "synthetic MinHash model: 80% random 32-bit values, 20% near copies "
+        "(each value kept w.p. s ~ U(0.5,1)); queries half near copies (s ~ U(0.6,1))",
+        "single_calls": runs,
+        "neardup_bulk": bulk,
+        "data_bytes_in_parent": int(sigs.nbytes + qs.nbytes),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

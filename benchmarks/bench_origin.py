@@ -1,0 +1,211 @@
+"""Origin detection (seed 004): throughput per core and resident memory vs the table size.
+
+1. Throughput of NHs + Lucky + BE (the paper's best) on the Reuters-21578 stream (all
+   documents with text, in order), per core (CPU time of this process) and wall clock:
+   * engine only: token hashes precomputed (selection + table + estimation + outputs);
+   * end to end: text -> tokens (``neardup.text.tokenize``) -> hashes -> engine -> report
+     with character spans, i.e. what ``OriginDetector.process`` does.
+   Side by side, in the same run: the exact method a user would otherwise write (no library
+   does origin detection): a Python dict of every shingle, i.e. our reference mode (All,
+   unlimited memory), engine only.  Ratios are reported.
+2. Resident memory over a 10 M-token stream, for 20 MB and 100 MB tables (20 MB fills up:
+   1.1 M entries for about 1.7 M selected shingles): Reuters replicated 4 times (2.64 M tokens
+   each); replica r salts every token hash with r (hash xor splitmix(r)), so replicas are new
+   text to the detector rather than exact copies.  The process RSS (VmRSS) is sampled every
+   2,000 documents; we report the peak minus the RSS just before the detector was created,
+   against the configured table size.  Ids are not tracked (``reject_repeated_ids=False``);
+   the cost of tracking them is measured separately.
+
+Run:  /work/venv/bin/python benchmarks/bench_origin.py [--memory 100MB]
+Writes benchmarks/results/origin.json.  Bounded: about 1-2 minutes on an idle core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+
+from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector, parse_memory
+from neardup.shingles import hash_forms, mix64
+from neardup.text import tokenize
+
+DATA = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "load_average": os.getloadavg(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def timed(fn: Any) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def memory_run(
+    memory: int, docs: list[tuple[str, str]], hashes: list[Any], tokens: int, replicas: int
+) -> dict[str, Any]:
+    """Stream ``tokens`` tokens of salted Reuters replicas; sample RSS every 2,000 docs."""
+    best = OriginConfig(memory_bytes=memory)
+    base = rss_bytes()
+    det = OriginDetector(best, reject_repeated_ids=False)
+    peak = base
+    samples = []
+    processed = 0
+    t0 = time.perf_counter()
+    for r in range(replicas):
+        salt = mix64(np.array([r + 1], dtype=np.uint64))[0]
+        for i, ((doc_id, _), th) in enumerate(zip(docs, hashes, strict=True)):
+            det.process_hashes(f"{doc_id}-r{r}", th ^ salt if r else th)
+            processed += th.shape[0]
+            if i % 2000 == 0:
+                now = rss_bytes()
+                peak = max(peak, now)
+                samples.append({"tokens": processed, "rss_over_base": now - base})
+            if processed >= tokens:
+                break
+        if processed >= tokens:
+            break
+    peak = max(peak, rss_bytes())
+    row = {
+        "tokens": processed,
+        "replicas": replicas,
+        "configured_bytes": memory,
+        "table_bytes": det.table.nbytes,
+        "table_capacity_shingles": det.table.capacity,
+        "stored_shingles": det.table.stored,
+        "rss_base_bytes": base,
+        "peak_rss_over_base_bytes": peak - base,
+        "peak_minus_table_bytes": peak - base - det.table.nbytes,
+        "registry_ids": det.registry_size,
+        "seconds": time.perf_counter() - t0,
+        "samples": samples,
+    }
+    print(
+        f"memory {memory / 1e6:.0f} MB: {processed} tokens, table {det.table.nbytes / 1e6:.1f} MB"
+        f" ({det.table.stored}/{det.table.capacity} shingles stored), peak RSS over base"
+        f" {(peak - base) / 1e6:.1f} MB, peak - table {(peak - base - det.table.nbytes) / 1e6:.1f}"
+        f" MB, registry {det.registry_size} ids",
+        flush=True,
+    )
+    del det
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memory", default="100MB", help="table size for the throughput runs")
+    parser.add_argument("--tokens", type=int, default=10_000_000)
+    parser.add_argument("--memory-sizes", default="20MB,100MB")
+    args = parser.parse_args()
+    memory = parse_memory(args.memory)
+    docs = []
+    with gzip.open(DATA / "reuters21578" / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["text"]:
+                docs.append((row["id"], row["text"]))
+    hashes = [hash_forms(tokenize(t, TEXT_CONFIG).forms, 0) for _, t in docs]
+    n_tokens = sum(h.shape[0] for h in hashes)
+    best = OriginConfig(memory_bytes=memory)
+    # warm the numba kernels (cached on disk, but loading counts once)
+    warm = OriginDetector(best)
+    for i, (_, text) in enumerate(docs[:50]):
+        warm.process(f"w{i}", text)
+    OriginDetector(OriginConfig.reference()).process("w", docs[0][1])
+
+    out: dict[str, Any] = {
+        "machine": machine(),
+        "stream": {"documents": len(docs), "tokens": n_tokens},
+    }
+
+    def engine(cfg: OriginConfig) -> None:
+        det = OriginDetector(cfg, reject_repeated_ids=False)
+        for (doc_id, _), th in zip(docs, hashes, strict=True):
+            det.process_hashes(doc_id, th)
+
+    def end_to_end() -> None:
+        det = OriginDetector(best, reject_repeated_ids=False)
+        for doc_id, text in docs:
+            det.process(doc_id, text)
+
+    def tokenize_only() -> None:
+        for _, text in docs:
+            hash_forms(tokenize(text, TEXT_CONFIG).forms, 0)
+
+    rows = {}
+    for name, fn in (
+        ("NHs+LS+BE engine only", lambda: engine(best)),
+        ("NHs+LS+BE end to end", end_to_end),
+        ("tokenize + hash only", tokenize_only),
+        ("exact dict (reference mode) engine only", lambda: engine(OriginConfig.reference())),
+    ):
+        wall, cpu = timed(fn)
+        rows[name] = {
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "tokens_per_s_wall": n_tokens / wall,
+            "tokens_per_cpu_s": n_tokens / cpu,
+        }
+        print(
+            f"{name:42s} {n_tokens / cpu / 1e6:6.2f} M tokens per CPU-second"
+            f" ({n_tokens / wall / 1e6:5.2f} M/s wall)",
+            flush=True,
+        )
+    ref = rows["exact dict (reference mode) engine only"]["tokens_per_cpu_s"]
+    for row in rows.values():
+        row["ratio_vs_exact_dict"] = row["tokens_per_cpu_s"] / ref
+    out["throughput"] = rows
+
+    # --- resident memory over a replicated 10 M-token stream --------------------------------
+    replicas = -(-args.tokens // n_tokens)
+    out["memory"] = [
+        memory_run(parse_memory(size), docs, hashes, args.tokens, replicas)
+        for size in args.memory_sizes.split(",")
+    ]
+    # cost of tracking every id (for repeated-id detection): per document
+    before = rss_bytes()
+    seen = {f"{doc_id}-r{r}" for r in range(replicas) for doc_id, _ in docs}
+    per_doc = (rss_bytes() - before) / len(seen)
+    out["seen_id_bytes_per_document"] = per_doc
+    print(f"tracking seen ids costs about {per_doc:.0f} bytes per document", flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "origin.json").write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

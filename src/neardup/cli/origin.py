@@ -1,0 +1,253 @@
+"""``neardup origin INPUT.jsonl -o OUT.jsonl``: where each document's text was copied from.
+
+Streams the documents (in file order, or by date with ``--order date``) through the origin
+detector of seed 004 and writes one JSON row per document::
+
+    {"id", "dominant_origin", "most_copied_origin", "copied_fraction",
+     "segments": [{"start", "end", "origin"}], "tokens", "fresh_tokens"}
+
+``dominant_origin`` is the id of the document most of its selected shingles come from when
+that leads every other origin by 10 % (its own id when it is mostly original; ``null`` when
+no origin leads by 10 %).  ``segments`` are the maximal runs of tokens with one origin, as
+character offsets into the text: copied runs carry the earlier document's id, novel runs the
+document's own id.  A progress bar is shown on stderr when it is a terminal; a summary is
+printed on stderr at the end.
+
+Behaviour on bad input (documented, never a traceback):
+
+* a line that is not a JSON object, lacks ``id`` or ``text``, or has an unparsable date; a
+  repeated id (its first occurrence is kept): ``--on-error skip`` (default) reports it on
+  stderr with its line number, skips it, and exits 65 at the end; ``--on-error stop`` stops
+  there with exit 65 (rows already written stay; the state is saved up to that document);
+* an empty text or one shorter than the shingle width: a row with no copied segment, all
+  tokens fresh, and the document as its own dominant origin (no shingle to look up);
+* ``--order date``: every document needs a date (else the line is bad); bad lines are
+  reported first, then documents are processed sorted by date (stable, so equal dates keep
+  file order; this reads the whole input first);
+  with ``--state``, a document dated before the last one already processed is bad (origin
+  detection needs time order);
+* a memory size too small for one bucket: CapacityError, exit 2, before anything is read.
+
+``--state FILE`` loads the detector from FILE when it exists (the stream continues where it
+stopped; the configuration stored there is used, and giving different options is an error)
+and saves it there at the end (atomically).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from neardup.detect.origin import OriginConfig, OriginDetector, parse_memory
+from neardup.detect.origin.config import ESTIMATIONS, EVICTIONS, SELECTIONS
+from neardup.errors import ConfigError, InputError, NearDupError
+from neardup.records import Article, FieldNames
+
+__all__ = ["origin"]
+
+_CONFIG_OPTIONS = (
+    "memory",
+    "selection",
+    "selection_parameter",
+    "no_overlap",
+    "eviction",
+    "estimation",
+    "shingle_width",
+    "bucket_size",
+    "bridge_limit",
+    "seed",
+)
+
+
+def _lines(path: str) -> Iterator[tuple[int, bytes]]:
+    if path == "-":
+        yield from enumerate(sys.stdin.buffer, start=1)
+        return
+    try:
+        with open(path, "rb") as raw:
+            fh: IO[bytes] = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw  # type: ignore[assignment]
+            yield from enumerate(fh, start=1)
+    except OSError as exc:
+        raise click.FileError(path, hint=str(exc)) from exc
+
+
+def _articles(path: str, fields: FieldNames) -> Iterator[tuple[int, Article | InputError]]:
+    for line_no, raw in _lines(path):
+        stripped = raw.strip()
+        if not stripped:
+            continue
+        try:
+            data = json.loads(stripped.decode("utf-8"))
+            yield line_no, Article.from_mapping(data, fields)
+        except UnicodeDecodeError as exc:
+            yield line_no, InputError(f"line {line_no}: not UTF-8 ({exc.reason})")
+        except json.JSONDecodeError as exc:
+            yield line_no, InputError(f"line {line_no}: not JSON ({exc.msg})")
+        except InputError as exc:
+            yield line_no, type(exc)(f"line {line_no}: {exc}")
+
+
+def _build_config(params: dict[str, Any]) -> OriginConfig:
+    return OriginConfig(
+        shingle_width=params["shingle_width"],
+        selection=params["selection"],
+        selection_parameter=params["selection_parameter"],
+        no_overlap=params["no_overlap"],
+        memory_bytes=parse_memory(params["memory"]),
+        bucket_size=params["bucket_size"],
+        eviction=params["eviction"],
+        estimation=params["estimation"],
+        bridge_limit=params["bridge_limit"],
+        seed=params["seed"],
+    )
+
+
+def _detector(ctx: click.Context, params: dict[str, Any], state: str | None) -> OriginDetector:
+    config = _build_config(params)
+    if state is None or not Path(state).exists():
+        return OriginDetector(config)
+    detector = OriginDetector.load(state)
+    explicit = [
+        name
+        for name in _CONFIG_OPTIONS
+        if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
+    ]
+    if explicit and detector.config != config:
+        raise ConfigError(
+            f"--state {state} was made with {detector.config.label} (memory"
+            f" {detector.config.memory_bytes} B); the options given ({', '.join(explicit)})"
+            " differ: drop them or use a new state file"
+        )
+    return detector
+
+
+@click.command("origin")
+@click.argument("input_path", metavar="INPUT.jsonl")
+@click.option(
+    "-o", "--output", "output", default="-", show_default=True, help="Output JSONL ('-' = stdout)."
+)
+@click.option(
+    "--memory", default="100MB", show_default=True, help="Hash-table budget (100MB, 2GiB, ...)."
+)
+@click.option("--selection", type=click.Choice(SELECTIONS), default="hailstorm", show_default=True)
+@click.option(
+    "--selection-parameter", type=int, default=None, help="l, w or p (default: the paper's best)."
+)
+@click.option(
+    "--no-overlap/--overlap",
+    "no_overlap",
+    default=True,
+    show_default=True,
+    help="'No complete overlap' variant (modulo, winnowing, hailstorm).",
+)
+@click.option("--eviction", type=click.Choice(EVICTIONS), default="lucky", show_default=True)
+@click.option("--estimation", type=click.Choice(ESTIMATIONS), default="be", show_default=True)
+@click.option("--shingle-width", type=int, default=8, show_default=True)
+@click.option("--bucket-size", type=int, default=64, show_default=True)
+@click.option("--bridge-limit", type=int, default=30, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--order", type=click.Choice(["file", "date"]), default="file", show_default=True)
+@click.option("--state", default=None, help="Load the detector from / save it to this file.")
+@click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True)
+@click.option("--id-field", default="id", show_default=True)
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--date-field", default="date", show_default=True)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar (default: when stderr is a terminal).",
+)
+@click.pass_context
+def origin(ctx: click.Context, /, input_path: str, output: str, order: str, state: str | None,
+           on_error: str, id_field: str, text_field: str, date_field: str,
+           progress: bool | None, **params: Any) -> None:  # fmt: skip
+    """Find where each document's passages were first seen (origin detection, seed 004)."""
+    from tqdm import tqdm
+
+    detector = _detector(ctx, params, state)
+    fields = FieldNames(id=id_field, text=text_field, date=date_field)
+    items: Iterator[tuple[int, Article | InputError]] = _articles(input_path, fields)
+    if order == "date":
+        items = iter(_by_date(list(items)))
+    show = sys.stderr.isatty() if progress is None else progress
+    out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
+    errors = docs = tokens = fresh = copied_docs = other_dominant = 0
+    started = time.perf_counter()
+    stop: NearDupError | None = None
+    try:
+        with tqdm(disable=not show, unit=" docs", file=sys.stderr, dynamic_ncols=True) as bar:
+            for line_no, item in items:
+                try:
+                    if isinstance(item, InputError):
+                        raise item
+                    if order == "date":
+                        _check_order(detector, item, line_no)
+                    report = detector.process(item.id, item.text)
+                except NearDupError as exc:
+                    message = str(exc) if str(exc).startswith("line ") else f"line {line_no}: {exc}"
+                    click.echo(f"neardup: {message}", err=True)
+                    errors += 1
+                    if on_error == "stop":
+                        stop = InputError(message)
+                        break
+                    continue
+                if order == "date" and isinstance(item, Article) and item.date is not None:
+                    detector.last_date = item.date.isoformat()
+                out.write(json.dumps(report.to_dict()) + "\n")
+                docs += 1
+                tokens += report.tokens
+                fresh += report.fresh_tokens
+                copied_docs += report.copied_fraction > 0
+                other_dominant += report.dominant_origin not in (None, report.id)
+                bar.update(1)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        if state is not None:
+            detector.save(state)
+    seconds = time.perf_counter() - started
+    click.echo(
+        f"neardup origin: {docs} documents, {tokens} tokens ({fresh} fresh) in {seconds:.1f} s;"
+        f" {copied_docs} with copied text, {other_dominant} mostly copied from one earlier"
+        f" document; {errors} bad lines skipped; table {detector.table.nbytes} B"
+        f" ({detector.config.label})",
+        err=True,
+    )
+    if stop is not None:
+        raise stop
+    if errors:
+        ctx.exit(InputError.exit_code)
+
+
+def _by_date(
+    items: list[tuple[int, Article | InputError]],
+) -> list[tuple[int, Article | InputError]]:
+    """Bad lines first (in file order, so ``--on-error stop`` stops before processing), then
+    the articles stably sorted by date; an article without a date is a bad line."""
+    bad: list[tuple[int, Article | InputError]] = []
+    good: list[tuple[str, int, int, Article]] = []
+    for i, (line_no, item) in enumerate(items):
+        if isinstance(item, InputError):
+            bad.append((line_no, item))
+        elif item.date is None:
+            bad.append((line_no, InputError(f"line {line_no}: --order date needs a date")))
+        else:
+            good.append((item.date.isoformat(), i, line_no, item))
+    good.sort(key=lambda g: (g[0], g[1]))
+    return bad + [(line_no, item) for _, _, line_no, item in good]
+
+
+def _check_order(detector: OriginDetector, article: Article, line_no: int) -> None:
+    last = detector.last_date
+    if article.date is not None and last is not None and article.date.isoformat() < last:
+        raise InputError(
+            f"line {line_no}: date {article.date.isoformat()} is before the last processed"
+            f" document ({last}); origin detection needs time order"
+        )
