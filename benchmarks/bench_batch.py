@@ -40,6 +40,7 @@ shared 2-core machine; ``--n 1000000`` for the full size).  Results:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import gzip
 import json
@@ -131,9 +132,7 @@ def build_corpus(n: int, dup_fraction: float, seed: int, path: Path) -> np.ndarr
         sents = rng.sample(pool, k)
         base_sents.append(sents)
         date = start + dt.timedelta(minutes=i)
-        docs.append(
-            ({"id": f"b{i}", "text": " ".join(sents), "date": date.isoformat()}, i)
-        )
+        docs.append(({"id": f"b{i}", "text": " ".join(sents), "date": date.isoformat()}, i))
     for j in range(n_copies):
         src = rng.randrange(n_base)
         text, kind = _copy(base_sents[src], rng, pool)
@@ -264,10 +263,8 @@ def _tree_rss(pid: int) -> int:
         proc = psutil.Process(pid)
         total = proc.memory_info().rss
         for child in proc.children(recursive=True):
-            try:
+            with contextlib.suppress(psutil.Error):
                 total += child.memory_info().rss
-            except psutil.Error:
-                pass
         return int(total)
     except psutil.Error:
         return 0

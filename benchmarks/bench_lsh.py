@@ -26,6 +26,7 @@ library: a library that would exceed it is run at the n it reached (stated in th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import multiprocessing
@@ -62,10 +63,8 @@ def machine() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     for pkg in ("numba", "datasketch", "rensa"):
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             info[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
     return info
 
 
@@ -127,7 +126,7 @@ class DatasketchAdapter:
     def objects(self, matrix: np.ndarray) -> list[Any]:
         from datasketch import LeanMinHash
 
-        return [LeanMinHash(seed=1, hashvalues=row) for row in matrix]
+        return [LeanMinHash(seed=1, hashvalues=row, scheme="affine64") for row in matrix]
 
     def insert(self, key: int, obj: Any) -> None:
         self.index.insert(key, obj)
@@ -293,7 +292,15 @@ def isolated(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
     queue = ctx.Queue()
     proc = ctx.Process(target=_child, args=(queue, fn, args))
     proc.start()
-    result: dict[str, Any] = queue.get()
+    while True:
+        try:
+            result: dict[str, Any] = queue.get(timeout=5)
+            break
+        except Exception:  # queue.Empty: keep waiting while the child lives
+            if not proc.is_alive():
+                raise RuntimeError(
+                    f"{fn.__name__}{args[:1]} failed (exit {proc.exitcode})"
+                ) from None
     proc.join()
     return result
 

@@ -12,9 +12,10 @@
    1.1 M entries for about 1.7 M selected shingles): Reuters replicated 4 times (2.64 M tokens
    each); replica r salts every token hash with r (hash xor splitmix(r)), so replicas are new
    text to the detector rather than exact copies.  The process RSS (VmRSS) is sampled every
-   2,000 documents; we report the peak minus the RSS just before the detector was created,
-   against the configured table size.  Ids are not tracked (``reject_repeated_ids=False``);
-   the cost of tracking them is measured separately.
+   2,000 documents, each size in a fresh process after the numba kernels are loaded; we
+   report the peak minus the RSS just before the detector was created, against the
+   configured table size, and the id registry's size (``sys.getsizeof``).  Ids are not
+   tracked (``reject_repeated_ids=False``); the cost of tracking them is measured separately.
 
 Run:  /work/venv/bin/python benchmarks/bench_origin.py [--memory 100MB]
 Writes benchmarks/results/origin.json.  Bounded: about 1-2 minutes on an idle core.
@@ -24,11 +25,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import gzip
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +86,12 @@ def memory_run(
 ) -> dict[str, Any]:
     """Stream ``tokens`` tokens of salted Reuters replicas; sample RSS every 2,000 docs."""
     best = OriginConfig(memory_bytes=memory)
+    # load the numba kernels first (JIT/cache loading costs tens of MB once per process)
+    warm = OriginDetector(OriginConfig(memory_bytes=200_000), reject_repeated_ids=False)
+    for i, ((doc_id, _), th) in enumerate(zip(docs[:300], hashes[:300], strict=True)):
+        warm.process_hashes(f"warm{i}{doc_id}", th)
+    del warm
+    gc.collect()
     base = rss_bytes()
     det = OriginDetector(best, reject_repeated_ids=False)
     peak = base
@@ -101,6 +112,10 @@ def memory_run(
         if processed >= tokens:
             break
     peak = max(peak, rss_bytes())
+    reg = det._registry  # the id registry: ordinal -> [id, stored entries]
+    registry_bytes = sys.getsizeof(reg) + sum(
+        sys.getsizeof(v) + sys.getsizeof(v[0]) + sys.getsizeof(v[1]) for v in reg.values()
+    )
     row = {
         "tokens": processed,
         "replicas": replicas,
@@ -112,6 +127,7 @@ def memory_run(
         "peak_rss_over_base_bytes": peak - base,
         "peak_minus_table_bytes": peak - base - det.table.nbytes,
         "registry_ids": det.registry_size,
+        "registry_bytes_getsizeof": registry_bytes,
         "seconds": time.perf_counter() - t0,
         "samples": samples,
     }
@@ -119,20 +135,14 @@ def memory_run(
         f"memory {memory / 1e6:.0f} MB: {processed} tokens, table {det.table.nbytes / 1e6:.1f} MB"
         f" ({det.table.stored}/{det.table.capacity} shingles stored), peak RSS over base"
         f" {(peak - base) / 1e6:.1f} MB, peak - table {(peak - base - det.table.nbytes) / 1e6:.1f}"
-        f" MB, registry {det.registry_size} ids",
+        f" MB, registry {det.registry_size} ids ({registry_bytes / 1e6:.1f} MB by getsizeof)",
+        file=sys.stderr,
         flush=True,
     )
-    del det
     return row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--memory", default="100MB", help="table size for the throughput runs")
-    parser.add_argument("--tokens", type=int, default=10_000_000)
-    parser.add_argument("--memory-sizes", default="20MB,100MB")
-    args = parser.parse_args()
-    memory = parse_memory(args.memory)
+def load() -> tuple[list[tuple[str, str]], list[Any]]:
     docs = []
     with gzip.open(DATA / "reuters21578" / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
         for line in fh:
@@ -140,6 +150,26 @@ def main() -> None:
             if row["text"]:
                 docs.append((row["id"], row["text"]))
     hashes = [hash_forms(tokenize(t, TEXT_CONFIG).forms, 0) for _, t in docs]
+    return docs, hashes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memory", default="100MB", help="table size for the throughput runs")
+    parser.add_argument("--tokens", type=int, default=10_000_000)
+    parser.add_argument("--memory-sizes", default="20MB,100MB")
+    parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        docs, hashes = load()
+        n_tokens = sum(h.shape[0] for h in hashes)
+        gc.collect()
+        replicas = -(-args.tokens // n_tokens)
+        row = memory_run(parse_memory(args.memory_child), docs, hashes, args.tokens, replicas)
+        print(json.dumps(row))
+        return
+    memory = parse_memory(args.memory)
+    docs, hashes = load()
     n_tokens = sum(h.shape[0] for h in hashes)
     best = OriginConfig(memory_bytes=memory)
     # warm the numba kernels (cached on disk, but loading counts once)
@@ -191,16 +221,23 @@ def main() -> None:
         row["ratio_vs_exact_dict"] = row["tokens_per_cpu_s"] / ref
     out["throughput"] = rows
 
-    # --- resident memory over a replicated 10 M-token stream --------------------------------
+    # --- resident memory over a replicated 10 M-token stream, each size in a fresh process ---
+    out["memory"] = []
+    for size in args.memory_sizes.split(","):
+        child = subprocess.run(
+            [sys.executable, __file__, "--memory-child", size, "--tokens", str(args.tokens)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        print(child.stderr.strip(), flush=True)
+        out["memory"].append(json.loads(child.stdout))
+    # cost of tracking every id (for repeated-id detection): per document, by tracemalloc
     replicas = -(-args.tokens // n_tokens)
-    out["memory"] = [
-        memory_run(parse_memory(size), docs, hashes, args.tokens, replicas)
-        for size in args.memory_sizes.split(",")
-    ]
-    # cost of tracking every id (for repeated-id detection): per document
-    before = rss_bytes()
+    tracemalloc.start()
     seen = {f"{doc_id}-r{r}" for r in range(replicas) for doc_id, _ in docs}
-    per_doc = (rss_bytes() - before) / len(seen)
+    per_doc = tracemalloc.get_traced_memory()[0] / len(seen)
+    tracemalloc.stop()
     out["seen_id_bytes_per_document"] = per_doc
     print(f"tracking seen ids costs about {per_doc:.0f} bytes per document", flush=True)
     RESULTS.mkdir(exist_ok=True)

@@ -39,7 +39,8 @@ def test_lsh_bands_rejects_bad_threshold() -> None:
 
 def _brute_pairs(keys: np.ndarray, docs: np.ndarray) -> set[tuple[int, int]]:
     out = set()
-    for (k1, d1), (k2, d2) in itertools.combinations(zip(keys.tolist(), docs.tolist()), 2):
+    pairs = zip(keys.tolist(), docs.tolist(), strict=True)
+    for (k1, d1), (k2, d2) in itertools.combinations(pairs, 2):
         if k1 == k2 and k1 != 0 and d1 != d2:
             out.add((min(d1, d2), max(d1, d2)))
     return out

@@ -36,9 +36,7 @@ def _bfs_labels(n: int, edges: list[tuple[int, int]]) -> list[int]:
 graphs = st.integers(min_value=1, max_value=60).flatmap(
     lambda n: st.tuples(
         st.just(n),
-        st.lists(
-            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n
-        ),
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
     )
 )
 

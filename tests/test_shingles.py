@@ -239,3 +239,31 @@ def test_ascii_scanner_equals_the_token_regex(text: str) -> None:
     for cfg in (PLAIN, TextConfig(numbers="mask", drop_stop_words=True)):
         slow = hash_forms(tokenize(text, cfg).forms, 0)
         assert np.array_equal(token_hashes(text, cfg, 0), slow)
+
+
+def test_spot_signatures_accept_unsorted_sets() -> None:
+    forms = token_forms(OBAMA, PLAIN)
+    ante, stops = hash_set(SPOTSIGS_ANTECEDENTS), hash_set(ENGLISH_STOP_WORDS)
+    expected = spot_signatures(hash_forms(forms), ante, stops)
+    got = spot_signatures(hash_forms(forms), ante[::-1].copy(), stops[::-1].copy())
+    assert np.array_equal(got, expected)
+
+
+def test_ascii_table_growth_and_interrupted_scans(reuters_docs: list[dict[str, Any]]) -> None:
+    """A tiny table forces many grow-and-rescan passes; an interrupted scan (tokens left
+    pending, never stored) must not corrupt later results."""
+    from neardup import _kernels, shingles
+
+    cfg = TextConfig(numbers="mask")
+    seed = 99
+    state = shingles._AsciiTable()
+    state.table = _kernels.TokenTable(8)
+    shingles._ascii_tables[(cfg, seed)] = state
+    texts = [d["text"] for d in reuters_docs[:200] if d["text"].isascii()]
+    # Interrupted: scan, report unknown tokens, but never store them.
+    _kernels.scan_lookup(texts[0].encode("ascii"), state.table, state.finals, 10**9)
+    for text in texts:
+        expected = hash_forms(tokenize(text, cfg).forms, seed)
+        assert np.array_equal(token_hashes(text, cfg, seed), expected)
+    assert state.table.keys.shape[0] > 8
+    assert 2 * state.table.used <= state.table.keys.shape[0]

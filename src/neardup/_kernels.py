@@ -25,18 +25,83 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
-__all__ = ["minhash_permutations", "new_table", "raw_key", "scan_lookup", "word_shingles"]
+__all__ = [
+    "TokenTable",
+    "minhash_permutations",
+    "scan_lookup",
+    "word_shingles",
+]
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 
 
-def new_table() -> Dict:  # type: ignore[type-arg]
-    """An empty key -> index table (index 0 means "the token yields no form")."""
-    return Dict.empty(types.int64, types.int64)
+_EMPTY = np.int64(0)  # an empty slot; a real key 0 is stored as _ZERO_KEY
+_ZERO_KEY = np.int64(0x5A45524F)
+
+
+class TokenTable:
+    """Open-addressing hash table key -> value in two int64 arrays (linear probing).
+
+    Values: > 0 an index into ``finals`` (the token's hash), 0 a token without a form,
+    < 0 a token reported unknown by the scan with that (negated) call id.  Kept at most half
+    full.  Plain arrays instead of a numba typed dict: passing them to a compiled function
+    costs far less.
+    """
+
+    def __init__(self, capacity: int = 1 << 12) -> None:
+        self.keys = np.zeros(capacity, dtype=np.int64)
+        self.values = np.zeros(capacity, dtype=np.int64)
+        self.used = 0
+
+    def set_many(self, keys: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> None:
+        """Store ``values`` under ``keys`` (new keys or overwrites), growing as needed."""
+        if 2 * (self.used + keys.shape[0]) > self.keys.shape[0]:
+            self.grow(self.used + keys.shape[0])
+        self.used += _set_many(self.keys, self.values, keys, values)
+
+    def grow(self, entries: int | None = None) -> None:
+        """Double the capacity (or more, to hold ``entries`` at most half full)."""
+        capacity = 2 * self.keys.shape[0]
+        while entries is not None and 2 * entries > capacity:
+            capacity *= 2
+        new_keys = np.zeros(capacity, dtype=np.int64)
+        new_values = np.zeros(capacity, dtype=np.int64)
+        live = self.keys != _EMPTY
+        _set_many(new_keys, new_values, self.keys[live], self.values[live])
+        self.keys, self.values = new_keys, new_values
+
+
+@njit(cache=True, inline="always")
+def _slot(table_keys: npt.NDArray[np.int64], key: np.int64) -> int:
+    """Slot of ``key``, or of the empty slot where it would go."""
+    if key == _EMPTY:
+        key = _ZERO_KEY
+    mask = table_keys.shape[0] - 1
+    slot = int(key & mask)
+    while table_keys[slot] != _EMPTY and table_keys[slot] != key:
+        slot = (slot + 1) & mask
+    return slot
+
+
+@njit(cache=True)
+def _set_many(
+    table_keys: npt.NDArray[np.int64],
+    table_values: npt.NDArray[np.int64],
+    keys: npt.NDArray[np.int64],
+    values: npt.NDArray[np.int64],
+) -> int:
+    added = 0
+    for j in range(keys.shape[0]):
+        key = keys[j] if keys[j] != _EMPTY else _ZERO_KEY
+        slot = _slot(table_keys, key)
+        if table_keys[slot] == _EMPTY:
+            table_keys[slot] = key
+            added += 1
+        table_values[slot] = values[j]
+    return added
 
 
 @njit(cache=True, inline="always")
@@ -98,59 +163,78 @@ def _token_end(buf: npt.NDArray[np.uint8], i: int, n: int) -> int:
 @njit(cache=True)
 def _scan_lookup(
     buf: npt.NDArray[np.uint8],
-    table: Dict,  # type: ignore[type-arg]
+    table_keys: npt.NDArray[np.int64],
+    table_values: npt.NDArray[np.int64],
+    used: int,
     finals: npt.NDArray[np.uint64],
     out: npt.NDArray[np.uint64],
     misses: npt.NDArray[np.int64],
-) -> tuple[int, int]:
+    call_id: int,
+) -> tuple[int, int, int, bool]:
     n = buf.shape[0]
+    capacity = table_keys.shape[0]
     i = 0
     count = 0
     missed = 0
-    # Unknown tokens are reported once per call, however often they occur.
-    seen = Dict.empty(key_type=types.int64, value_type=types.int64)
+    added = 0
     while i < n:
         if not _alnum(buf[i]):
             i += 1
             continue
         end = _token_end(buf, i, n)
         key = _key(buf, i, end)
-        if key in table:
-            idx = table[key]
-            if idx > 0:
-                out[count] = finals[idx]
-                count += 1
-        elif key not in seen:
-            seen[key] = 1
+        if key == _EMPTY:
+            key = _ZERO_KEY
+        slot = _slot(table_keys, key)
+        report = False
+        idx = np.int64(0)
+        if table_keys[slot] == _EMPTY:
+            if 2 * (used + added + 1) > capacity:
+                return count, missed, added, False  # full: the caller grows and rescans
+            table_keys[slot] = key  # insert as pending for this call
+            table_values[slot] = -call_id
+            added += 1
+            report = True
+        else:
+            idx = table_values[slot]
+            if idx < 0 and idx != -call_id:
+                table_values[slot] = -call_id  # pending from an interrupted call: report
+                report = True
+        if idx > 0:
+            out[count] = finals[idx]
+            count += 1
+        elif report:
             misses[3 * missed] = i
             misses[3 * missed + 1] = end
             misses[3 * missed + 2] = key
             missed += 1
         i = end
-    return count, missed
+    return count, missed, added, True
 
 
 def scan_lookup(
     data: bytes,
-    table: Dict,  # type: ignore[type-arg]
+    table: TokenTable,
     finals: npt.NDArray[np.uint64],
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
-    """Token hashes of ASCII ``data`` and ``(start, end, key)`` of its unknown tokens.
+    call_id: int,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], bool]:
+    """Token hashes of ASCII ``data``, ``(start, end, key)`` of its unknown tokens, and
+    whether the scan completed.
 
-    Each unknown token is reported once (flattened triples).  When any is reported the
-    hashes are incomplete: register the tokens and call again.
+    Unknown tokens are inserted as pending (value ``-call_id``) and reported once per
+    ``call_id`` (a positive integer unique to the call; flattened triples).  When any is
+    reported, or the scan stopped because the table was half full, the hashes are
+    incomplete: store the tokens (:meth:`TokenTable.set_many`), grow if needed, call again.
     """
     buf = np.frombuffer(data, dtype=np.uint8)
     bound = buf.shape[0] // 2 + 1  # a token takes at least one byte plus a separator
     out = np.empty(bound, dtype=np.uint64)
     misses = np.empty(3 * bound, dtype=np.int64)
-    count, missed = _scan_lookup(buf, table, finals, out, misses)
-    return out[:count], misses[: 3 * missed]
-
-
-def raw_key(data: bytes, start: int, end: int) -> int:
-    """The table key of ``data[start:end]`` (as the scanner computes it)."""
-    return int(_key(np.frombuffer(data, dtype=np.uint8), start, end))
+    count, missed, added, complete = _scan_lookup(
+        buf, table.keys, table.values, table.used, finals, out, misses, call_id
+    )
+    table.used += added
+    return out[:count], misses[: 3 * missed], complete
 
 
 # --- shingles and MinHash -------------------------------------------------------------------

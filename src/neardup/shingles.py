@@ -168,20 +168,26 @@ class _AsciiTable:
     def __init__(self) -> None:
         from neardup import _kernels
 
-        self.scan = _kernels
-        self.table = _kernels.new_table()
+        self.kernels = _kernels
+        self.table = _kernels.TokenTable()
         self.finals = np.zeros(1024, dtype=np.uint64)  # index 0: "no form" (dropped token)
         self.size = 1
+        self.calls = 0  # call ids mark tokens reported as unknown during one scan
 
-    def add(self, key: int, value: int | None) -> None:
-        if value is None:
-            self.table[key] = 0
-            return
-        if self.size >= self.finals.shape[0]:
-            self.finals = np.concatenate([self.finals, np.zeros_like(self.finals)])
-        self.finals[self.size] = value
-        self.table[key] = self.size
-        self.size += 1
+    def store(self, keys: list[int], hashes: list[int | None]) -> None:
+        """Record the hash (``None``: the token yields no form) of each new token key."""
+        values = np.zeros(len(keys), dtype=np.int64)
+        needed = self.size + len(keys)
+        if needed > self.finals.shape[0]:
+            grown = np.zeros(max(needed, 2 * self.finals.shape[0]), dtype=np.uint64)
+            grown[: self.size] = self.finals[: self.size]
+            self.finals = grown
+        for n, value in enumerate(hashes):
+            if value is not None:
+                self.finals[self.size] = value
+                values[n] = self.size
+                self.size += 1
+        self.table.set_many(np.array(keys, dtype=np.int64), values)
 
 
 _ascii_tables: dict[tuple[TextConfig, int], _AsciiTable] = {}
@@ -195,19 +201,27 @@ def _ascii_token_hashes(text: str, config: TextConfig, seed: int) -> U64 | None:
             _ascii_tables.clear()
         state = _ascii_tables[key] = _AsciiTable()
     data = text.encode("ascii")
-    out: U64
-    out, misses = state.scan.scan_lookup(data, state.table, state.finals)
-    if misses.shape[0] == 0:
-        return out
     digest = xxhash.xxh3_64_intdigest
-    found = misses.tolist()
-    for start, end, k in zip(found[0::3], found[1::3], found[2::3], strict=True):
-        forms = forms_of_raw_token(text[start:end], config)
-        if len(forms) > 1:
-            return None  # cannot happen for ASCII; stay exact by taking the general path
-        state.add(k, digest(forms[0].encode("utf-8"), seed) if forms else None)
-    out, misses = state.scan.scan_lookup(data, state.table, state.finals)
-    return out if misses.shape[0] == 0 else None
+    while True:
+        state.calls += 1
+        out: U64
+        out, misses, complete = state.kernels.scan_lookup(
+            data, state.table, state.finals, state.calls
+        )
+        if complete and misses.shape[0] == 0:
+            return out
+        found = misses.tolist()
+        keys: list[int] = []
+        hashes: list[int | None] = []
+        for start, end, k in zip(found[0::3], found[1::3], found[2::3], strict=True):
+            forms = forms_of_raw_token(text[start:end], config)
+            if len(forms) > 1:
+                return None  # cannot happen for ASCII; stay exact by taking the general path
+            keys.append(k)
+            hashes.append(digest(forms[0].encode("utf-8"), seed) if forms else None)
+        state.store(keys, hashes)
+        if not complete:
+            state.table.grow()
 
 
 def hash_set(forms: Iterable[str], seed: int = 0) -> U64:
@@ -247,7 +261,8 @@ def _member(values: U64, sorted_set: U64) -> npt.NDArray[np.bool_]:
         s = np.sort(s)  # callers normally pass hash_set() output, already sorted
     pos = np.searchsorted(s, values)
     np.minimum(pos, s.shape[0] - 1, out=pos)
-    return s[pos] == values
+    member: npt.NDArray[np.bool_] = s[pos] == values
+    return member
 
 
 def _next_nonstop_table(is_stop: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
@@ -271,13 +286,12 @@ def spot_signatures(
 
     ``antecedent_hashes`` and ``stop_hashes`` are sets of token hashes (ideally sorted, as
     :func:`hash_set` returns them).  At each token whose hash is an antecedent the chain is
-    built as in the SpotSigs
-    reference implementation: bead 1 is the first non-stop token at position >= antecedent
-    position + ``spot_distance``, bead j+1 the first non-stop token at >= bead j +
-    ``spot_distance``; tokens in ``stop_hashes`` are skipped.  A chain cut short by the end
-    of the text keeps the beads it found (as the reference does); an antecedent with no bead
-    after it gives nothing.  The hash covers the antecedent, the beads in order and the number
-    of beads.  Vectorised: O(n * chain_length).
+    built as in the SpotSigs reference implementation: bead 1 is the first non-stop token at
+    position >= antecedent position + ``spot_distance``, bead j+1 the first non-stop token
+    at >= bead j + ``spot_distance``; tokens in ``stop_hashes`` are skipped.  A chain cut
+    short by the end of the text keeps the beads it found (as the reference does); an
+    antecedent with no bead after it gives nothing.  The hash covers the antecedent, the
+    beads in order and the number of beads.  Vectorised: O(n * chain_length).
     """
     for name, value in (("spot_distance", spot_distance), ("chain_length", chain_length)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

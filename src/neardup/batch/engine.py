@@ -101,6 +101,9 @@ _LOCAL_MIN_CPUS = 4
 SCHEDULER_TIMEOUT = "20s"
 
 
+# Argument types shipped to Dask workers by scatter rather than inside the task graph.
+_BULKY = (list, np.ndarray, Payload, SignedPartition)
+
 # --- running tasks -----------------------------------------------------------------------
 
 
@@ -134,7 +137,8 @@ class Runner:
             # Bulky arguments (texts, arrays) go to the workers by scatter, not inside the
             # task graph (which Dask warns about and handles worse).
             shipped = [
-                self.client.scatter(a, hash=False) if isinstance(a, list | np.ndarray) else a
+                # scatter() of a list scatters its items: wrap it to ship it as one object.
+                self.client.scatter([a], hash=False)[0] if isinstance(a, _BULKY) else a
                 for a in args
             ]
             pending.append(self.client.submit(fn, *shipped, pure=False))

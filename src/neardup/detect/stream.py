@@ -199,7 +199,8 @@ class Decision:
     ``status``: ``new``, ``duplicate`` or ``similar``.  ``duplicate_of``: the original of the
     group it duplicates.  ``similar``: the other matches, best first (other near-duplicate
     groups, then similar stories by score; at most ``similar_limit``).  ``matches``: every
-    verified match (duplicates first).  ``event``: the breaking event it belongs to.
+    verified match reported (duplicates first; at most ``similar_limit + 1``).  ``event``: the
+    breaking event it belongs to.
     ``took_over``: ids that now point at this article as their original.  ``replayed``:
     ``True`` when this is the stored decision returned again for an idempotent re-ingest.
     """
@@ -645,7 +646,8 @@ class NewsStream:
             status=status,
             duplicate_of=original,
             similar=similar,
-            matches=tuple(matches),
+            # Evidence for what is reported: the duplicate target and the similar list.
+            matches=tuple(matches[: cfg.similar_limit + 1]),
             event=outcome.event,
             took_over=took_over,
         )

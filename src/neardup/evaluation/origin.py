@@ -51,8 +51,8 @@ from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector
 from neardup.detect.origin.select import select
 from neardup.detect.origin.table import BucketTable
 from neardup.errors import ConfigError, InputError
-from neardup.evaluation.alignment import render_markdown as render_alignment
 from neardup.evaluation.alignment import AlignmentScore, run_alignment
+from neardup.evaluation.alignment import render_markdown as render_alignment
 from neardup.shingles import hash_forms
 from neardup.text import raw_tokens, tokenize
 

@@ -260,18 +260,58 @@ def _bucket(
     return lo, hi
 
 
-@njit(cache=True)
-def _grow(arr: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:  # pragma: no cover - compiled
-    out = np.empty(arr.shape[0] * 2, dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
-    return out
-
-
 @njit(cache=True, inline="always")
 def _rotl(x: np.uint64, shift: np.int64) -> np.uint64:  # pragma: no cover - compiled
     if shift == 0:
         return x
     return (x << np.uint64(shift)) | (x >> np.uint64(64 - shift))
+
+
+# Every kernel runs in two passes: count the matches, allocate exactly, fill.  Growing the
+# output arrays inside the loop instead (reassigning them) stops LLVM from optimising the
+# loop and was measured ~10x slower per scanned element.
+
+
+@njit(cache=True)
+def _hamming_probe(
+    queries: U64,
+    starts: I64,
+    widths: I64,
+    keys: U64,
+    rows: U32,
+    directory: I64,
+    dbits: np.int64,
+    masks: U64,
+    alive: Bool,
+    max_distance: np.int64,
+    out_q: I64,
+    out_r: I64,
+    out_d: I64,
+    fill: bool,
+) -> np.int64:  # pragma: no cover - compiled
+    count = 0
+    for q in range(queries.shape[0]):
+        for t in range(starts.shape[0]):
+            qk = _rotl(queries[q], starts[t])
+            lo, hi = _bucket(keys[t], directory[t], dbits, qk, widths[t])
+            for i in range(lo, hi):
+                diff = keys[t, i] ^ qk
+                d = popcount64(diff)
+                if d > max_distance:
+                    continue
+                first = True
+                for u in range(t):
+                    if (diff & masks[t, u]) == 0:
+                        first = False
+                        break
+                if not first or not alive[rows[t, i]]:
+                    continue
+                if fill:
+                    out_q[count] = q
+                    out_r[count] = rows[t, i]
+                    out_d[count] = d
+                count += 1
+    return count
 
 
 @njit(cache=True)
@@ -293,42 +333,69 @@ def hamming_probe_segment(
     only by the first table whose block it matches exactly (``masks[t, u]`` is block ``u`` in
     table ``t``'s frame), so each (query, row) pair appears once.
     """
-    nq = queries.shape[0]
-    nt = starts.shape[0]
-    cap = 64
-    out_q = np.empty(cap, dtype=np.int64)
-    out_r = np.empty(cap, dtype=np.int64)
-    out_d = np.empty(cap, dtype=np.int64)
+    empty = np.empty(0, dtype=np.int64)
+    n = _hamming_probe(
+        queries,
+        starts,
+        widths,
+        keys,
+        rows,
+        directory,
+        dbits,
+        masks,
+        alive,
+        max_distance,
+        empty,
+        empty,
+        empty,
+        False,
+    )
+    out_q = np.empty(n, dtype=np.int64)
+    out_r = np.empty(n, dtype=np.int64)
+    out_d = np.empty(n, dtype=np.int64)
+    _hamming_probe(
+        queries,
+        starts,
+        widths,
+        keys,
+        rows,
+        directory,
+        dbits,
+        masks,
+        alive,
+        max_distance,
+        out_q,
+        out_r,
+        out_d,
+        True,
+    )
+    return out_q, out_r, out_d
+
+
+@njit(cache=True)
+def _hamming_scan(
+    queries: U64,
+    values: U64,
+    rows: U32,
+    alive: Bool,
+    max_distance: np.int64,
+    out_q: I64,
+    out_r: I64,
+    out_d: I64,
+    fill: bool,
+) -> np.int64:  # pragma: no cover - compiled
     count = 0
-    for q in range(nq):
-        for t in range(nt):
-            qk = _rotl(queries[q], starts[t])
-            lo, hi = _bucket(keys[t], directory[t], dbits, qk, widths[t])
-            for i in range(lo, hi):
-                diff = keys[t, i] ^ qk
-                d = popcount64(diff)
-                if d > max_distance:
-                    continue
-                first = True
-                for u in range(t):
-                    if (diff & masks[t, u]) == 0:
-                        first = False
-                        break
-                if not first:
-                    continue
-                r = rows[t, i]
-                if not alive[r]:
-                    continue
-                if count == cap:
-                    out_q = _grow(out_q)
-                    out_r = _grow(out_r)
-                    out_d = _grow(out_d)
-                    cap *= 2
-                out_q[count] = q
-                out_r[count] = r
-                out_d[count] = d
+    for q in range(queries.shape[0]):
+        qv = queries[q]
+        for i in range(values.shape[0]):
+            d = popcount64(values[i] ^ qv)
+            if d <= max_distance and alive[rows[i]]:
+                if fill:
+                    out_q[count] = q
+                    out_r[count] = rows[i]
+                    out_d[count] = d
                 count += 1
-    return out_q[:count], out_r[:count], out_d[:count]
+    return count
 
 
 @njit(cache=True)
@@ -336,26 +403,39 @@ def hamming_scan(
     queries: U64, values: U64, rows: U32, alive: Bool, max_distance: np.int64
 ) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
     """Brute force over ``values`` (the buffer): (query, row, distance) within the distance."""
-    cap = 64
-    out_q = np.empty(cap, dtype=np.int64)
-    out_r = np.empty(cap, dtype=np.int64)
-    out_d = np.empty(cap, dtype=np.int64)
+    empty = np.empty(0, dtype=np.int64)
+    n = _hamming_scan(queries, values, rows, alive, max_distance, empty, empty, empty, False)
+    out_q = np.empty(n, dtype=np.int64)
+    out_r = np.empty(n, dtype=np.int64)
+    out_d = np.empty(n, dtype=np.int64)
+    _hamming_scan(queries, values, rows, alive, max_distance, out_q, out_r, out_d, True)
+    return out_q, out_r, out_d
+
+
+@njit(cache=True)
+def _exact_probe(
+    qkeys: U64,
+    keys: U64,
+    rows: U32,
+    directory: I64,
+    dbits: np.int64,
+    alive: Bool,
+    out_q: I64,
+    out_r: I64,
+    fill: bool,
+) -> np.int64:  # pragma: no cover - compiled
     count = 0
-    for q in range(queries.shape[0]):
-        qv = queries[q]
-        for i in range(values.shape[0]):
-            d = popcount64(values[i] ^ qv)
-            if d <= max_distance and alive[rows[i]]:
-                if count == cap:
-                    out_q = _grow(out_q)
-                    out_r = _grow(out_r)
-                    out_d = _grow(out_d)
-                    cap *= 2
-                out_q[count] = q
-                out_r[count] = rows[i]
-                out_d[count] = d
-                count += 1
-    return out_q[:count], out_r[:count], out_d[:count]
+    for q in range(qkeys.shape[0]):
+        for t in range(qkeys.shape[1]):
+            lo, hi = _bucket(keys[t], directory[t], dbits, qkeys[q, t], np.int64(64))
+            for i in range(lo, hi):
+                r = rows[t, i]
+                if alive[r]:
+                    if fill:
+                        out_q[count] = q
+                        out_r[count] = r
+                    count += 1
+    return count
 
 
 @njit(cache=True)
@@ -363,28 +443,37 @@ def exact_probe_segment(
     qkeys: U64, keys: U64, rows: U32, directory: I64, dbits: np.int64, alive: Bool
 ) -> tuple[I64, I64]:  # pragma: no cover - compiled
     """Rows whose key equals the query's in at least one table: (query, row), may repeat."""
-    nq = qkeys.shape[0]
-    nt = qkeys.shape[1]
-    cap = 64
-    out_q = np.empty(cap, dtype=np.int64)
-    out_r = np.empty(cap, dtype=np.int64)
+    empty = np.empty(0, dtype=np.int64)
+    n = _exact_probe(qkeys, keys, rows, directory, dbits, alive, empty, empty, False)
+    out_q = np.empty(n, dtype=np.int64)
+    out_r = np.empty(n, dtype=np.int64)
+    _exact_probe(qkeys, keys, rows, directory, dbits, alive, out_q, out_r, True)
+    return out_q, out_r
+
+
+@njit(cache=True)
+def _exact_scan(
+    qkeys: U64,
+    keys: U64,
+    rows: U32,
+    count_in: np.int64,
+    alive: Bool,
+    out_q: I64,
+    out_r: I64,
+    fill: bool,
+) -> np.int64:  # pragma: no cover - compiled
     count = 0
-    for q in range(nq):
-        for t in range(nt):
+    for q in range(qkeys.shape[0]):
+        for t in range(qkeys.shape[1]):
             qk = qkeys[q, t]
-            lo, hi = _bucket(keys[t], directory[t], dbits, qk, np.int64(64))
-            for i in range(lo, hi):
-                r = rows[t, i]
-                if not alive[r]:
-                    continue
-                if count == cap:
-                    out_q = _grow(out_q)
-                    out_r = _grow(out_r)
-                    cap *= 2
-                out_q[count] = q
-                out_r[count] = r
-                count += 1
-    return out_q[:count], out_r[:count]
+            row_keys = keys[t]
+            for i in range(count_in):
+                if row_keys[i] == qk and alive[rows[i]]:
+                    if fill:
+                        out_q[count] = q
+                        out_r[count] = rows[i]
+                    count += 1
+    return count
 
 
 @njit(cache=True)
@@ -392,23 +481,9 @@ def exact_scan(
     qkeys: U64, keys: U64, rows: U32, count_in: np.int64, alive: Bool
 ) -> tuple[I64, I64]:  # pragma: no cover - compiled
     """Brute force over the buffer's first ``count_in`` columns: (query, row), may repeat."""
-    cap = 64
-    out_q = np.empty(cap, dtype=np.int64)
-    out_r = np.empty(cap, dtype=np.int64)
-    count = 0
-    for q in range(qkeys.shape[0]):
-        for i in range(count_in):
-            r = rows[i]
-            if not alive[r]:
-                continue
-            for t in range(qkeys.shape[1]):
-                if keys[t, i] == qkeys[q, t]:
-                    if count == cap:
-                        out_q = _grow(out_q)
-                        out_r = _grow(out_r)
-                        cap *= 2
-                    out_q[count] = q
-                    out_r[count] = r
-                    count += 1
-                    break
-    return out_q[:count], out_r[:count]
+    empty = np.empty(0, dtype=np.int64)
+    n = _exact_scan(qkeys, keys, rows, count_in, alive, empty, empty, False)
+    out_q = np.empty(n, dtype=np.int64)
+    out_r = np.empty(n, dtype=np.int64)
+    _exact_scan(qkeys, keys, rows, count_in, alive, out_q, out_r, True)
+    return out_q, out_r

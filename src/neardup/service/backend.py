@@ -27,8 +27,10 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -285,7 +287,9 @@ class LibraryBackend:
     def origin(self, doc_id: str | None, text: str | None) -> dict[str, Any]:
         row = self._row(doc_id) if doc_id is not None else None
         if self._origin is None:
-            self._origin = OriginTracker(self.store, self.settings.origin_memory_bytes)
+            self._origin = OriginTracker(
+                self.store, self.settings.origin_memory_bytes, state_path=self._origin_state()
+            )
         self._origin.catch_up()
         if row is None:
             return self._with_titles(self._origin.query(text or ""))
@@ -332,8 +336,24 @@ class LibraryBackend:
             )
         return sizes
 
+    def _origin_state(self) -> Path | None:
+        """``<file>.origin.npz`` next to a SQLite file store; none for PostgreSQL/memory."""
+        if self.settings.is_postgres:
+            return None
+        from neardup.store.sqlite import parse_sqlite_url
+
+        path, _ = parse_sqlite_url(self.settings.store)
+        return None if path == ":memory:" else Path(path + ".origin.npz")
+
     def close(self) -> None:
-        self.index.close()
+        try:
+            if self._origin is not None:
+                try:
+                    self._origin.save()
+                except (OSError, NearDupError) as exc:
+                    log.warning("origin state not saved: %s", exc)
+        finally:
+            self.index.close()
 
 
 class OriginTracker:
@@ -344,20 +364,91 @@ class OriginTracker:
     LRU of ``report_cache`` reports; an older one is recomputed by nobody and answered 404
     with a hint to query its text).  A pasted text is processed by a *copy* of the detector,
     so it sees every stored article but leaves no trace: the query costs one copy of the
-    table (``origin_memory_bytes``) for its duration.
+    table (``origin_memory_bytes``) for its duration.  With ``state_path`` (SQLite file
+    stores) the state is saved at shutdown and a restart continues from it instead of
+    replaying the whole log.
     """
 
     QUERY_ID = "\x00query"
 
-    def __init__(self, store: Any, memory_bytes: int, report_cache: int = 100_000) -> None:
+    def __init__(
+        self,
+        store: Any,
+        memory_bytes: int,
+        report_cache: int = 100_000,
+        state_path: Path | None = None,
+    ) -> None:
         from neardup.detect.origin import OriginConfig, OriginDetector
 
         self.store = store
-        self.detector = OriginDetector(OriginConfig(memory_bytes=memory_bytes))
+        self.config = OriginConfig(memory_bytes=memory_bytes)
+        self.detector = OriginDetector(self.config)
         self.applied = 0
         self.documents = 0
         self._reports: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._capacity = report_cache
+        self.state_path = state_path
+        self.restored = False
+        if state_path is not None:
+            self._restore(state_path)
+
+    # --- checkpoint: the detector's table (its own .npz) + a JSON sidecar ------------------
+    def _sidecar(self, path: Path) -> Path:
+        return path.with_name(path.name + ".json")
+
+    def _restore(self, path: Path) -> None:
+        """Continue from a saved state when its detector and sidecar belong together.
+
+        The stream is deterministic, so a detector that processed ``n`` documents of this
+        store's log is *the* state after those ``n``: matching counts (and config) prove
+        that the two files go together even if they were written by different workers.
+        Anything else (missing, damaged, stale) means a rebuild from the log: only a lost
+        speed-up, never a wrong answer.
+        """
+        from neardup.detect.origin import OriginDetector
+
+        sidecar = self._sidecar(path)
+        if not path.exists() or not sidecar.exists():
+            return
+        try:
+            meta = json.loads(sidecar.read_text(encoding="utf-8"))
+            detector = OriginDetector.load(path)
+            if (
+                detector.config != self.config
+                or detector.documents_processed != meta["documents"]
+                or meta.get("store") != self._store_identity()
+            ):
+                return
+            reports = OrderedDict((k, v) for k, v in meta["reports"])
+            applied = int(meta["applied"])
+        except (OSError, ValueError, KeyError, TypeError, NearDupError) as exc:
+            log.warning("origin state %s ignored (%s); rebuilding from the log", path, exc)
+            return
+        self.detector, self.applied, self.documents = detector, applied, meta["documents"]
+        self._reports = reports
+        self.restored = True
+
+    def _store_identity(self) -> str | None:
+        # The store's own uuid (written by the stream), so a state never crosses stores.
+        getter = getattr(self.store, "meta_get", None)
+        return getter("store_uuid") if callable(getter) else None
+
+    def save(self) -> None:
+        """Write the detector and the sidecar (each atomically, table first)."""
+        if self.state_path is None or self.documents == 0:
+            return
+        path = self.state_path
+        self.detector.save(path)
+        sidecar = self._sidecar(path)
+        tmp = sidecar.with_name(sidecar.name + ".tmp")
+        meta = {
+            "applied": self.applied,
+            "documents": self.documents,
+            "store": self._store_identity(),
+            "reports": list(self._reports.items()),
+        }
+        tmp.write_text(json.dumps(meta, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, sidecar)
 
     def catch_up(self) -> None:
         """Stream every article added to the store since the last call, in log order."""

@@ -3,9 +3,10 @@
 ``neardup serve --preload N`` ingests the first ``N`` Reuters-21578 articles with a non-empty
 body, in the corpus's chronological order, through the same ingest path as
 ``POST /v1/documents``; ingest is idempotent, so restarting with the same ``--preload`` adds
-nothing twice.  The data is read in place (never copied) from, in order: ``preload_path``,
-``$NEARDUP_DATA/reuters21578/docs.jsonl.gz``, ``../shared/data/...`` from the working
-directory, and the shared folder next to the source checkout.
+nothing twice.  The data is read in place (never copied) from ``preload_path`` when given
+(only there), else the first that exists of ``$NEARDUP_DATA/reuters21578/docs.jsonl.gz``,
+``../shared/data/...`` from the working directory, and the shared folder next to the source
+checkout.
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ def find_reuters(path: str | None = None) -> Path:
     """The Reuters ``docs.jsonl.gz`` to preload from; ``NotFoundError`` naming where it looked."""
     candidates: list[Path] = []
     if path:
+        # A path the user gave is the only place to look: never silently use another file.
         given = Path(path)
-        candidates.append(given / _RELATIVE if given.is_dir() else given)
+        candidate = given / _RELATIVE if given.is_dir() else given
+        if not candidate.is_file():
+            raise NotFoundError(f"Reuters-21578 data for --preload not found at {candidate}")
+        return candidate
     env = os.environ.get("NEARDUP_DATA")
     if env:
         candidates.append(Path(env) / _RELATIVE)
