@@ -191,6 +191,57 @@ class Server:
                 self.proc.wait()
 
 
+_BUCKET = re.compile(
+    r'^neardup_http_request_duration_seconds_bucket\{method="(\w+)",route="([^"]+)",'
+    r'pid="(\d+)",le="([^"]+)"\} (\d+)$'
+)
+
+
+def server_histograms(server: Server, workers: int) -> dict[tuple[str, str, str, str], int]:
+    """Cumulative latency buckets of every worker, measured inside the server (from the
+    request's arrival in the app to its last byte): scraped over new connections until
+    every worker has answered (each keeps its own counters)."""
+    seen: dict[str, dict[tuple[str, str, str, str], int]] = {}
+    for _ in range(60):
+        text = httpx.get(server.url + "/metrics", timeout=10).text
+        rows = {}
+        for line in text.splitlines():
+            m = _BUCKET.match(line)
+            if m:
+                rows[(m[1], m[2], m[3], m[4])] = int(m[5])
+        if rows:
+            seen[next(iter(rows))[2]] = rows
+        if len(seen) >= workers:
+            break
+    merged: dict[tuple[str, str, str, str], int] = {}
+    for rows in seen.values():
+        merged.update(rows)
+    return merged
+
+
+def server_percentile(
+    before: dict[tuple[str, str, str, str], int],
+    after: dict[tuple[str, str, str, str], int],
+    method: str,
+    route: str,
+    q: float,
+) -> float | None:
+    """The upper bound (ms) of the histogram bucket holding the q-quantile of the requests
+    made between two scrapes (bucket resolution: 0.5, 1, 2.5, 5, 10, 25 ms, ...)."""
+    totals: dict[str, int] = {}
+    for key, value in after.items():
+        if key[0] == method and key[1] == route:
+            totals[key[3]] = totals.get(key[3], 0) + value - before.get(key, 0)
+    if not totals or not totals.get("+Inf"):
+        return None
+    count = totals["+Inf"]
+    bounds = sorted((float(b), n) for b, n in totals.items() if b != "+Inf")
+    for bound, n in bounds:
+        if n >= q * count:
+            return bound * 1000
+    return float("inf")
+
+
 def run_wrk(server: Server, lines: list[str], seconds: float, connections: int, tmp: Path) -> dict:
     """wrk over ``lines``; adds the server's CPU milliseconds per request (all workers): a
     figure that, unlike requests/s, does not depend on what else runs on the machine."""
@@ -345,7 +396,13 @@ def main() -> None:
             results["dedup_100_ids"] = {}
             for conns in (int(c) for c in args.connections.split(",")):
                 for name, lines in (("repeated_sets", repeated), ("distinct_sets", distinct)):
+                    hist0 = server_histograms(server, args.workers)
                     figures = run_wrk(server, lines, args.duration, conns, tmp)
+                    hist1 = server_histograms(server, args.workers)
+                    for q in (0.5, 0.99):
+                        figures[f"server_side_p{round(q * 100)}_bucket_ms"] = server_percentile(
+                            hist0, hist1, "POST", "/v1/dedup", q
+                        )
                     results["dedup_100_ids"][f"{name}_c{conns}"] = figures
                     print(f"dedup {name} c={conns}", json.dumps(figures), flush=True)
 

@@ -14,12 +14,14 @@ from neardup.batch.io import (
     check_complete,
     input_files,
     iter_records,
+    read_at,
 )
 from neardup.errors import (
     ConflictError,
     IncompleteOutputError,
     InputError,
     NotFoundError,
+    StoreError,
 )
 from neardup.records import FieldNames
 
@@ -200,3 +202,23 @@ def test_partial_or_tampered_output_is_detected(tmp_path: Path) -> None:
         check_complete(out)
     with pytest.raises(IncompleteOutputError, match="does not exist"):
         check_complete(tmp_path / "missing.jsonl")
+
+
+def test_read_at_returns_only_requested_lines(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    pa = pytest.importorskip("pyarrow")
+    first = _write_jsonl(tmp_path / "a.jsonl.gz", DOCS, compress=True)
+    second = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"id": ["p1", "p2", "p3"], "text": ["x", "y", "z"]}), second)
+    records = list(iter_records([first, second]))
+    wanted = [1, 3]  # the 2nd and 4th accepted documents
+    got = list(
+        read_at(
+            [first, second],
+            [records[k].file_index for k in wanted],
+            [records[k].line for k in wanted],
+        )
+    )
+    assert got == [records[k].raw for k in wanted]
+    with pytest.raises(StoreError, match="changed"):
+        list(read_at([first], [0], [99]))

@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+from numba import njit, types
+from numba.typed import List as NumbaList
 
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
@@ -132,10 +133,35 @@ class MultiTable:
         self.min_width = min(widths)
         self.buffer_size = buffer_size
         self.merge_ratio = merge_ratio
-        self.segments: list[Segment] = []
+        self._segments: list[Segment] = []
+        self._lists: tuple[Any, Any, Any, I64] | None = None
         self.buffer_keys = np.zeros((self.num_tables, buffer_size), dtype=np.uint64)
         self.buffer_rows = np.zeros(buffer_size, dtype=np.uint32)
         self.buffer_count = 0
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self._segments
+
+    @segments.setter
+    def segments(self, value: list[Segment]) -> None:
+        self._segments = value
+        self._lists = None
+
+    def segment_lists(self) -> tuple[Any, Any, Any, I64]:
+        """The segments as numba typed lists (keys, rows, directories) + directory bits,
+        so one kernel call probes all of them; rebuilt only when the segments change."""
+        if self._lists is None:
+            keys = NumbaList.empty_list(types.Array(types.uint64, 2, "C"))
+            rows = NumbaList.empty_list(types.Array(types.uint32, 2, "C"))
+            dirs = NumbaList.empty_list(types.Array(types.int64, 2, "C"))
+            for seg in self._segments:
+                keys.append(seg.keys)
+                rows.append(seg.rows)
+                dirs.append(seg.directory)
+            dbits = np.array([seg.dbits for seg in self._segments], dtype=np.int64)
+            self._lists = (keys, rows, dirs, dbits)
+        return self._lists
 
     @property
     def nbytes(self) -> int:
@@ -177,6 +203,7 @@ class MultiTable:
             self._add_segment(Segment.build(keys, rows.copy(), self.width_tuple), alive)
 
     def _add_segment(self, segment: Segment, alive: Bool) -> None:
+        self._lists = None
         self.segments.append(segment)
         segs = self.segments
         while len(segs) >= 2 and segs[-2].size <= self.merge_ratio * segs[-1].size:
@@ -189,6 +216,7 @@ class MultiTable:
         self.flush(alive)
         if not self.segments:
             return
+        self._lists = None
         while len(self.segments) > 1:
             newer = self.segments.pop()
             older = self.segments.pop()
@@ -288,7 +316,7 @@ def _hamming_probe(
     out_r: I64,
     out_d: I64,
     fill: bool,
-) -> np.int64:  # pragma: no cover - compiled
+) -> int:  # pragma: no cover - compiled
     count = 0
     for q in range(queries.shape[0]):
         for t in range(starts.shape[0]):
@@ -383,7 +411,7 @@ def _hamming_scan(
     out_r: I64,
     out_d: I64,
     fill: bool,
-) -> np.int64:  # pragma: no cover - compiled
+) -> int:  # pragma: no cover - compiled
     count = 0
     for q in range(queries.shape[0]):
         qv = queries[q]
@@ -423,7 +451,7 @@ def _exact_probe(
     out_q: I64,
     out_r: I64,
     fill: bool,
-) -> np.int64:  # pragma: no cover - compiled
+) -> int:  # pragma: no cover - compiled
     count = 0
     for q in range(qkeys.shape[0]):
         for t in range(qkeys.shape[1]):
@@ -461,7 +489,7 @@ def _exact_scan(
     out_q: I64,
     out_r: I64,
     fill: bool,
-) -> np.int64:  # pragma: no cover - compiled
+) -> int:  # pragma: no cover - compiled
     count = 0
     for q in range(qkeys.shape[0]):
         for t in range(qkeys.shape[1]):
@@ -487,3 +515,234 @@ def exact_scan(
     out_r = np.empty(n, dtype=np.int64)
     _exact_scan(qkeys, keys, rows, count_in, alive, out_q, out_r, True)
     return out_q, out_r
+
+
+# -- all segments and the buffer in one call (the query paths) ----------------------------
+
+
+@njit(cache=True)
+def _hamming_all(
+    queries: U64,
+    starts: I64,
+    widths: I64,
+    seg_keys: Any,
+    seg_rows: Any,
+    seg_dirs: Any,
+    seg_dbits: I64,
+    masks: U64,
+    alive: Bool,
+    max_distance: np.int64,
+    buf_values: U64,
+    buf_rows: U32,
+    buf_count: np.int64,
+    out_q: I64,
+    out_r: I64,
+    out_d: I64,
+    fill: bool,
+) -> int:  # pragma: no cover - compiled
+    count = 0
+    for s in range(len(seg_keys)):
+        count += _hamming_probe(
+            queries,
+            starts,
+            widths,
+            seg_keys[s],
+            seg_rows[s],
+            seg_dirs[s],
+            seg_dbits[s],
+            masks,
+            alive,
+            max_distance,
+            out_q[count:],
+            out_r[count:],
+            out_d[count:],
+            fill,
+        )
+    count += _hamming_scan(
+        queries,
+        buf_values[:buf_count],
+        buf_rows[:buf_count],
+        alive,
+        max_distance,
+        out_q[count:],
+        out_r[count:],
+        out_d[count:],
+        fill,
+    )
+    return count
+
+
+@njit(cache=True)
+def hamming_probe_all(
+    queries: U64,
+    starts: I64,
+    widths: I64,
+    seg_keys: Any,
+    seg_rows: Any,
+    seg_dirs: Any,
+    seg_dbits: I64,
+    masks: U64,
+    alive: Bool,
+    max_distance: np.int64,
+    buf_values: U64,
+    buf_rows: U32,
+    buf_count: np.int64,
+) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
+    """(query, row, distance) of every live row within ``max_distance`` of each query, over
+    all segments and the buffer; each pair once (see :func:`hamming_probe_segment`)."""
+    empty = np.empty(0, dtype=np.int64)
+    n = _hamming_all(
+        queries,
+        starts,
+        widths,
+        seg_keys,
+        seg_rows,
+        seg_dirs,
+        seg_dbits,
+        masks,
+        alive,
+        max_distance,
+        buf_values,
+        buf_rows,
+        buf_count,
+        empty,
+        empty,
+        empty,
+        False,
+    )
+    out_q = np.empty(n, dtype=np.int64)
+    out_r = np.empty(n, dtype=np.int64)
+    out_d = np.empty(n, dtype=np.int64)
+    _hamming_all(
+        queries,
+        starts,
+        widths,
+        seg_keys,
+        seg_rows,
+        seg_dirs,
+        seg_dbits,
+        masks,
+        alive,
+        max_distance,
+        buf_values,
+        buf_rows,
+        buf_count,
+        out_q,
+        out_r,
+        out_d,
+        True,
+    )
+    return out_q, out_r, out_d
+
+
+@njit(cache=True)
+def _exact_all(
+    qkeys: U64,
+    seg_keys: Any,
+    seg_rows: Any,
+    seg_dirs: Any,
+    seg_dbits: I64,
+    buf_keys: U64,
+    buf_rows: U32,
+    buf_count: np.int64,
+    alive: Bool,
+    out_q: I64,
+    out_r: I64,
+    fill: bool,
+) -> int:  # pragma: no cover - compiled
+    count = 0
+    for s in range(len(seg_keys)):
+        count += _exact_probe(
+            qkeys,
+            seg_keys[s],
+            seg_rows[s],
+            seg_dirs[s],
+            seg_dbits[s],
+            alive,
+            out_q[count:],
+            out_r[count:],
+            fill,
+        )
+    count += _exact_scan(
+        qkeys, buf_keys, buf_rows, buf_count, alive, out_q[count:], out_r[count:], fill
+    )
+    return count
+
+
+@njit(cache=True)
+def exact_probe_all(
+    qkeys: U64,
+    seg_keys: Any,
+    seg_rows: Any,
+    seg_dirs: Any,
+    seg_dbits: I64,
+    buf_keys: U64,
+    buf_rows: U32,
+    buf_count: np.int64,
+    alive: Bool,
+) -> tuple[I64, I64]:  # pragma: no cover - compiled
+    """(query, row) for every live row sharing a key with the query in some table, over all
+    segments and the buffer (a row may repeat)."""
+    empty = np.empty(0, dtype=np.int64)
+    n = _exact_all(
+        qkeys,
+        seg_keys,
+        seg_rows,
+        seg_dirs,
+        seg_dbits,
+        buf_keys,
+        buf_rows,
+        buf_count,
+        alive,
+        empty,
+        empty,
+        False,
+    )
+    out_q = np.empty(n, dtype=np.int64)
+    out_r = np.empty(n, dtype=np.int64)
+    _exact_all(
+        qkeys,
+        seg_keys,
+        seg_rows,
+        seg_dirs,
+        seg_dbits,
+        buf_keys,
+        buf_rows,
+        buf_count,
+        alive,
+        out_q,
+        out_r,
+        True,
+    )
+    return out_q, out_r
+
+
+@njit(cache=True)
+def distinct_pairs(qs: I64, rows: I64) -> tuple[I64, I64]:  # pragma: no cover - compiled
+    """The distinct (query, row) pairs, sorted by query then row."""
+    order = np.lexsort((rows, qs))
+    out_q = np.empty(qs.shape[0], dtype=np.int64)
+    out_r = np.empty(qs.shape[0], dtype=np.int64)
+    n = 0
+    for i in order:
+        if n and out_q[n - 1] == qs[i] and out_r[n - 1] == rows[i]:
+            continue
+        out_q[n] = qs[i]
+        out_r[n] = rows[i]
+        n += 1
+    return out_q[:n], out_r[:n]
+
+
+@njit(cache=True)
+def count_equal(sigs: U64, qsigs: U64, qs: I64, rows: I64) -> I64:  # pragma: no cover
+    """Number of equal positions between ``qsigs[qs[i]]`` and ``sigs[rows[i]]``."""
+    out = np.zeros(rows.shape[0], dtype=np.int64)
+    for i in range(rows.shape[0]):
+        a = sigs[rows[i]]
+        b = qsigs[qs[i]]
+        c = 0
+        for j in range(a.shape[0]):
+            if a[j] == b[j]:
+                c += 1
+        out[i] = c
+    return out

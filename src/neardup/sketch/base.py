@@ -38,12 +38,17 @@ _COUNT = struct.Struct("<I")
 
 
 class Signature:
-    """An immutable signature: ``scheme_id`` and read-only ``values`` (uint32 or uint64)."""
+    """An immutable signature: ``scheme_id`` and read-only ``values`` (uint32 or uint64).
+
+    Writable input arrays are copied; an array that is already read-only and little-endian
+    is kept as it is (the schemes hand over fresh arrays, and this saves a copy per signature).
+    """
 
     __slots__ = ("_bytes", "scheme_id", "values")
 
     scheme_id: str
     values: npt.NDArray[np.unsignedinteger[Any]]
+    _bytes: bytes | None
 
     def __init__(self, scheme_id: str, values: npt.ArrayLike) -> None:
         arr = np.asarray(values)
@@ -54,8 +59,10 @@ class Signature:
             )
         if not scheme_id.isascii() or not scheme_id or len(scheme_id) > 0xFFFF:
             raise SignatureFormatError(f"scheme id must be non-empty ASCII, got {scheme_id!r}")
-        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=True)
-        arr.flags.writeable = False
+        if arr.flags.writeable or arr.dtype.byteorder == ">":
+            # Own a read-only little-endian copy, so the caller cannot change a signature.
+            arr = arr.astype(arr.dtype.newbyteorder("<"), copy=True)
+            arr.flags.writeable = False
         object.__setattr__(self, "scheme_id", scheme_id)
         object.__setattr__(self, "values", arr)
         object.__setattr__(self, "_bytes", None)

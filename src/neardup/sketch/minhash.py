@@ -23,7 +23,7 @@ standard error about ``sqrt(J (1 - J) / num_perm)``.  Measured on 1,838 Reuters 
 (``benchmarks/bench_minhash.py``): RMSE / theoretical RMSE 1.000 (permutations) and 0.988
 (oph) at 128 values, no measurable bias.  The default is ``"permutations"``: on news-sized
 articles (~130 shingles) its fused compiled kernel (:mod:`neardup._kernels`) signs about
-twice as fast as ``"oph"`` end to end (``benchmarks/bench_sign.py``); ``"oph"`` is the
+2-3 times as fast as ``"oph"`` end to end (``benchmarks/bench_sign.py``); ``"oph"`` is the
 better choice for long documents (its cost does not grow with ``num_perm * n``: 10x faster
 at 100,000 shingles).
 
