@@ -228,6 +228,9 @@ def run_neardup(path: Path, threshold: float, workers: int) -> list[int]:
     from neardup.batch import DedupConfig, dedup
 
     out = path.with_name(f"neardup-{workers}.jsonl")
+    # A complete earlier output would be recognised and the run skipped: start afresh.
+    for stale in (out, out.with_name(out.name + ".complete")):
+        stale.unlink(missing_ok=True)
     dedup(path, out, DedupConfig(threshold=threshold), workers=workers)
     index: dict[str, int] = {}
     labels: list[int] = []

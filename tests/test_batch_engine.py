@@ -350,3 +350,13 @@ def test_bad_config_is_config_error() -> None:
     ):
         with pytest.raises(ConfigError):
             DedupConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_work_dir_cleanup_touches_only_its_own_files(tmp_path: Path) -> None:
+    path, _ = _small_corpus(tmp_path)
+    work = tmp_path / "mywork"
+    work.mkdir()
+    (work / "notes.json").write_text("{}")
+    (work / "sig.values-000000.npy.bak").write_text("user file")
+    dedup(path, tmp_path / "out.jsonl", DedupConfig(threshold=0.8), work_dir=work)
+    assert sorted(p.name for p in work.iterdir()) == ["notes.json", "sig.values-000000.npy.bak"]

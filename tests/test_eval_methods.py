@@ -100,3 +100,29 @@ def test_score_pairs_and_errors() -> None:
         get_method("nope")
     with pytest.raises(ConfigError):
         get_method("shingles+xyz")
+
+
+def test_datasketch_lsh_matches_a_real_minhashlsh_index(reuters_docs: list[dict[str, Any]]) -> None:
+    datasketch = pytest.importorskip("datasketch")
+    m = get_method("datasketch-lsh")
+    base = get_method("datasketch")
+    texts = {d["id"]: d["text"] for d in reuters_docs[:400] if len(d["text"]) > 200}
+    ids = sorted(texts)[:150]
+    # Near copies so that some pairs are candidates: every tenth text with its tail cut.
+    for i in ids[::10]:
+        texts[i + "~cut"] = texts[i][: int(len(texts[i]) * 0.8)]
+    ids = sorted(texts)
+    feats = {i: m.prepare(texts[i]) for i in ids}
+    lsh = datasketch.MinHashLSH(threshold=0.5, num_perm=128)
+    for i in ids:
+        lsh.insert(i, feats[i])
+    candidates = 0
+    for a in ids[:60]:
+        found = set(lsh.query(feats[a]))
+        for b in ids:
+            score = m.compare(feats[a], feats[b])
+            assert (score > 0) == (b in found) or base.compare(feats[a], feats[b]) == 0.0
+            if b in found:
+                assert score == pytest.approx(base.compare(feats[a], feats[b]))
+                candidates += a != b
+    assert candidates >= 3

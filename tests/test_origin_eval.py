@@ -106,7 +106,8 @@ def test_alignment_scores_on_constructed_corpus(tmp_path: Path) -> None:
     ])  # fmt: skip
     _write_gz(folder / "labels.jsonl.gz", [
         {"susp": "susp1", "src": "src1", "category": "02-no-obfuscation",
-         "features": [{"this_offset": start, "this_length": len(passage)}]},
+         "features": [{"name": "about", "title": "news"},
+                      {"this_offset": start, "this_length": len(passage)}]},
         {"susp": "susp2", "src": "src1", "category": "01-no-plagiarism", "features": []},
     ])  # fmt: skip
     scores = evaluate_alignment(tmp_path)

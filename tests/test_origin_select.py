@@ -221,3 +221,51 @@ def test_ssr_roughly_as_paper(token_hash_docs: list[np.ndarray]) -> None:
         < 0.03
     )
     assert ratio(OriginConfig()) < ratio(OriginConfig(no_overlap=False))
+
+
+def brute_dct_fingerprint(values: list[int]) -> int:
+    """The documented DCT fingerprint, written plainly: map to [-1, 1), remove the mean,
+    DCT-II coefficients 1..16, scale by the largest magnitude, 4-bit quantise, pack, mix."""
+    import math
+
+    n = len(values)
+    x = [(v >> 11) * (2.0 / 2**53) - 1.0 for v in values]
+    mean = sum(x) / n
+    x = [v - mean for v in x]
+    coeffs = []
+    for u in range(1, 17):
+        c = 0.0
+        if u < n:
+            for i in range(n):
+                c += x[i] * math.cos(math.pi / n * (i + 0.5) * u)
+        coeffs.append(c)
+    peak = max(abs(c) for c in coeffs)
+    packed = 0
+    for c in coeffs:
+        q = 8 if peak == 0.0 else math.floor((c / peak + 1.0) * 8.0)
+        packed = (packed << 4) | min(max(q, 0), 15)
+    poly = 0x9E3779B97F4A7C15
+    return int(mix64(np.array([packed ^ ((n * poly) % 2**64)], dtype=np.uint64))[0])
+
+
+def brute_hashbreak_fingerprint(values: list[int]) -> int:
+    acc = 0
+    for v in values:
+        acc = (acc * 0x9E3779B97F4A7C15 + v) % 2**64
+    tagged = (acc + len(values) + 0x4842) % 2**64
+    return int(mix64(np.array([tagged], dtype=np.uint64))[0])
+
+
+@pytest.mark.parametrize("method", ["hashbreak", "dct"])
+def test_segment_fingerprints_brute_force(token_hash_docs: list[np.ndarray], method: str) -> None:
+    cfg = OriginConfig(selection=method, selection_parameter=4, no_overlap=False)
+    brute = brute_dct_fingerprint if method == "dct" else brute_hashbreak_fingerprint
+    checked = 0
+    for th in token_hash_docs[:100]:
+        sel = select(th, cfg)
+        for a, b, fp in zip(
+            sel.starts.tolist(), sel.ends.tolist(), sel.fingerprints.tolist(), strict=True
+        ):
+            assert brute([int(v) for v in th[a:b]]) == fp
+            checked += 1
+    assert checked > 500

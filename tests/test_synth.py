@@ -16,10 +16,13 @@ from hypothesis import strategies as st
 from neardup.errors import ConfigError, InputError
 from neardup.evaluation.synth import (
     COPY_EDITS,
+    LABEL_RULES,
     LABELS,
+    Copy,
     SynthConfig,
     apply_edit,
     bag_overlap,
+    copy_measures,
     label_copy,
     label_margin,
     shingle_containment,
@@ -202,15 +205,31 @@ def test_labels_follow_the_rule(bench: Any) -> None:
             else:
                 assert b["synth"]["quote_from"] == a["id"]
             continue
+        # bag80: measured on the published text, independently of the module's helper.
         kept, novel = bag_overlap(a["text"], strip_boilerplate(b["text"]))
-        assert p["label"] == label_copy(kept, novel, cfg)
-        assert p["margin"] == pytest.approx(label_margin(kept, novel, cfg), abs=1e-4)
-        assert (p["margin"] >= 0) == (p["label"] == "duplicate")
+        assert p["kept"] == pytest.approx(kept, abs=1e-4)
+        assert p["novel"] == pytest.approx(novel, abs=1e-4)
+        assert p["labels"]["bag80"] == label_copy(kept, novel, cfg, "bag80")
+        assert p["labels"]["bag80"] == ("duplicate" if kept >= 0.8 and novel <= 0.2 else "similar")
+        # editorial: measured on the content (before noise edits).
+        ck, ca = p["content_kept"], p["content_added"]
+        assert p["labels"]["editorial"] == ("duplicate" if ck >= 0.5 and ca <= 0.2 else "similar")
+        if p["edit"] not in ("typos", "ocr", "numbers", "mixed"):
+            # No noise edit: the content is the published text.
+            assert (ck, ca) == (p["kept"], p["novel"])
+        for rule in LABEL_RULES:
+            margin = p["margins"][rule]
+            assert (margin >= 0) == (p["labels"][rule] == "duplicate")
+        assert p["label"] == p["labels"]["editorial"]  # the default rule
+        assert p["margin"] == p["margins"]["editorial"]
         assert b["synth"]["copy_of"] == a["id"] and b["synth"]["edit"] == p["edit"]
         expected_group = a["id"] if p["label"] == "duplicate" else b["id"]
         assert b["synth"]["group"] == expected_group
         if p["edit"] in ("exact", "headline", "paragraph_reorder", "boilerplate"):
-            assert p["label"] == "duplicate"
+            assert p["labels"]["bag80"] == p["labels"]["editorial"] == "duplicate"
+        if p["edit"] in ("typos", "ocr", "numbers"):
+            # Spelling noise is not new content: the editorial rule keeps these duplicates.
+            assert p["labels"]["editorial"] == "duplicate" and ck == 1.0 and ca == 0.0
     assert set(COPY_EDITS) <= set(edits)
     assert edits["negative_same_topic"] >= 60
 
@@ -224,9 +243,22 @@ def test_originals_are_not_near_duplicates_of_each_other(bench: Any) -> None:
 
 
 def test_label_rule_boundaries() -> None:
-    assert label_copy(0.8, 0.2) == "duplicate"
-    assert label_copy(0.79, 0.0) == "similar"
+    # bag80, the previous rule: 80 % kept and 20 % new on the published text.
+    bag = SynthConfig(label_rule="bag80")
+    assert label_copy(0.8, 0.2, bag) == "duplicate"
+    assert label_copy(0.79, 0.0, bag) == "similar"
+    assert label_copy(1.0, 0.21, bag) == "similar"
+    assert label_margin(0.79, 0.0, bag) == pytest.approx(-0.01)
+    # editorial, the default: half of the original kept, a fifth of the copy added.
+    assert label_copy(0.5, 0.2) == "duplicate"
+    assert label_copy(0.49, 0.0) == "similar"
     assert label_copy(1.0, 0.21) == "similar"
+    assert label_copy(0.79, 0.0, bag, "editorial") == "duplicate"  # explicit rule wins
+    assert label_margin(0.6, 0.1) == pytest.approx(0.1)
+    with pytest.raises(ConfigError):
+        label_copy(1.0, 0.0, rule="nope")
+    with pytest.raises(ConfigError):
+        SynthConfig(label_rule="nope")
     assert bag_overlap("a b c d", "a b c d") == (1.0, 0.0)
     kept, novel = bag_overlap("a b c d", "a b x")
     assert kept == 0.5 and novel == pytest.approx(1 / 3)
@@ -254,3 +286,27 @@ def test_any_edit_any_strength_changes_the_text(
     else:
         assert c.text != d["text"] and c.changes >= 1
     assert c.text.strip()
+
+
+def test_noise_edits_keep_the_content(articles: list[dict[str, Any]]) -> None:
+    d = articles[0]
+    for edit in ("typos", "ocr", "numbers"):
+        c = apply_edit(edit, d["text"], d["title"], 0.3, _rng(1))
+        assert c.content == d["text"] and c.text != d["text"]
+        m = copy_measures(d["text"], c)
+        assert m["content_kept"] == 1.0 and m["content_added"] == 0.0
+        assert m["kept"] < 1.0  # the published words did change
+    drop = apply_edit("truncate", d["text"], d["title"], 0.5, _rng(1))
+    assert drop.content is None and drop.content_text == drop.text
+    m = copy_measures(d["text"], Copy("a b", None, 1, content=d["text"]))
+    assert m["content_kept"] == 1.0 and m["kept"] < 0.1
+
+
+def test_label_rule_choice_changes_only_labels(reuters_docs: list[dict[str, Any]]) -> None:
+    a = synthesize(reuters_docs[:300], SynthConfig(max_originals=40, seed=3))
+    b = synthesize(reuters_docs[:300], SynthConfig(max_originals=40, seed=3, label_rule="bag80"))
+    assert [d["text"] for d in a.docs] == [d["text"] for d in b.docs]
+    for pa, pb in zip(a.pairs, b.pairs, strict=True):
+        assert pa["labels"] == pb["labels"]
+        assert pa["label"] == pa["labels"]["editorial"]
+        assert pb["label"] == pb["labels"]["bag80"]

@@ -28,11 +28,12 @@ documents: see ``docs/batch.md``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import datetime as dt
 import json
 import os
-import shutil
+import re
 import sys
 import tempfile
 import time
@@ -251,9 +252,7 @@ class _WorkDir:
                 except ValueError:
                     current = None
             if current != run_key:
-                for child in path.iterdir():
-                    if child.is_file() and child.suffix in (".npy", ".json", ".partial"):
-                        child.unlink()
+                _remove_work_files(path)
                 atomic_write_bytes(manifest, json.dumps({"run_key": run_key}).encode("ascii"))
         except OSError as exc:
             raise StoreError(f"cannot use work directory {path}: {exc}") from exc
@@ -290,7 +289,22 @@ class _WorkDir:
         return arr
 
     def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Delete this run's files (only those), then the directory if it is empty."""
+        _remove_work_files(self.path)
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
+_WORK_FILE_RE = re.compile(r"(?:(?:sig|pay)\.[a-z_]+-\d{6}\.npy|manifest\.json)(?:\.partial)?")
+
+
+def _remove_work_files(path: Path) -> None:
+    """Remove the files a run put in ``path``; anything else a user keeps there stays."""
+    if not path.is_dir():
+        return
+    for child in path.iterdir():
+        if child.is_file() and _WORK_FILE_RE.fullmatch(child.name):
+            child.unlink(missing_ok=True)
 
 
 # --- the corpus stream ---------------------------------------------------------------------
@@ -936,7 +950,10 @@ def _run_and_write(
             writer.write(row)
         writer.commit()
     summary.stage_seconds["write"] = time.perf_counter() - t0
-    shutil.rmtree(Path(work_dir) if work_dir else _default_work_dir(out), ignore_errors=True)
+    work_path = Path(work_dir) if work_dir else _default_work_dir(out)
+    _remove_work_files(work_path)
+    with contextlib.suppress(OSError):
+        work_path.rmdir()
     return summary
 
 

@@ -128,6 +128,8 @@ def evaluate_alignment(
             length = len(texts[susp])
             truth = np.zeros(length, dtype=bool)
             for feat in row.get("features") or []:
+                if "this_offset" not in feat:  # metadata entries ("about", "md5") mark nothing
+                    continue
                 a = int(feat["this_offset"])
                 truth[a : a + int(feat["this_length"])] = True
             pred = copied_mask(cfg, (src, toks(src)), (susp, toks(susp)), length)
@@ -149,10 +151,13 @@ def render_markdown(results: Mapping[str, Mapping[str, AlignmentScore]]) -> str:
         lines += ["| category | pairs | true chars | predicted | precision % | recall % | F1 % |"]
         lines += ["|---|---|---|---|---|---|---|"]
         for s in scores.values():
+            # with nothing to find, only the falsely predicted characters mean anything
             recall = f"{100 * s.recall:.1f}" if s.true_chars else "n/a"
+            f1 = f"{100 * s.f1:.1f}" if s.true_chars else "n/a"
+            precision = f"{100 * s.precision:.1f}" if s.true_chars else "n/a"
             lines.append(
                 f"| {s.category} | {s.pairs} | {s.true_chars} | {s.predicted_chars} |"
-                f" {100 * s.precision:.1f} | {recall} | {100 * s.f1:.1f} |"
+                f" {precision} | {recall} | {f1} |"
             )
         lines.append("")
     return "\n".join(lines)

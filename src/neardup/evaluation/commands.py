@@ -89,6 +89,13 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     default=None,
     help="Comma-separated edit types (default: all; see docs/evaluation.md).",
 )
+@click.option(
+    "--label-rule",
+    type=click.Choice(["editorial", "bag80"]),
+    default="editorial",
+    show_default=True,
+    help="Copy label rule for `label` (docs/eval.md); labels.jsonl carries both in `labels`.",
+)
 def synth(
     corpus: Path,
     out_dir: Path,
@@ -99,6 +106,7 @@ def synth(
     max_originals: int,
     min_words: int,
     edits: str | None,
+    label_rule: str,
 ) -> None:
     """Make a labelled near-duplicate benchmark from CORPUS (JSON Lines, .gz allowed)."""
     from neardup.evaluation.pairs import read_jsonl
@@ -113,6 +121,7 @@ def synth(
         max_originals=max_originals,
         min_words=min_words,
         edits=chosen,
+        label_rule=label_rule,
     )
     result = synthesize(read_jsonl(corpus), cfg)
     try:

@@ -22,7 +22,8 @@ name           score
 
 and, for comparison with what a user would otherwise pick (only when the package is
 installed): ``datasketch`` (``datasketch.MinHash``, 128 permutations, word 4-shingles of
-lower-cased ``\\w+`` words), ``rensa`` (``rensa.RMinHash``, same shingles) and
+lower-cased ``\\w+`` words), ``datasketch-lsh`` (the same, behind ``MinHashLSH(threshold=0.5)``:
+0 unless the pair is an LSH candidate), ``rensa`` (``rensa.RMinHash``, same shingles) and
 ``simhash-pkg`` (the ``simhash`` package's ``Simhash(text)``, its default features).
 
 A method whose lower-layer scheme is not available in this installation is simply absent
@@ -61,7 +62,7 @@ __all__ = [
 BASE_METHODS = ("sentences", "shingles", "spotsigs", "minhash", "simhash")
 # Other neardup scorers, evaluated but not signature schemes of their own.
 EXTRA_METHODS = ("containment",)
-EXTERNAL_METHODS = ("datasketch", "rensa", "simhash-pkg")
+EXTERNAL_METHODS = ("datasketch", "datasketch-lsh", "rensa", "simhash-pkg")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,6 +266,38 @@ def _datasketch() -> Method | None:
     )
 
 
+def _datasketch_lsh() -> Method | None:
+    """What a datasketch user gets from ``MinHashLSH(threshold=0.5)`` then ``jaccard``: the
+    estimate when the pair shares a band (an LSH candidate), else 0.  The band test is the
+    index's own: the pair is a candidate exactly when some band's ``r`` hash values are equal
+    (``MinHashLSH.b`` bands of ``r`` rows, chosen by datasketch for the threshold)."""
+    try:
+        from datasketch import MinHash, MinHashLSH
+    except ImportError:
+        return None
+    lsh = MinHashLSH(threshold=0.5, num_perm=128)
+    bands, rows = int(lsh.b), int(lsh.r)
+
+    def prepare(text: str) -> Any:
+        m = MinHash(num_perm=128, seed=1)
+        m.update_batch([s.encode("utf-8") for s in _ext_shingles(text)])
+        return m
+
+    def compare(a: Any, b: Any) -> float:
+        n = bands * rows
+        same = (a.hashvalues[:n] == b.hashvalues[:n]).reshape(bands, rows).all(axis=1)
+        return float(a.jaccard(b)) if bool(same.any()) else 0.0
+
+    return Method(
+        "datasketch-lsh",
+        prepare,
+        compare,
+        0.5,
+        f"datasketch.MinHashLSH(threshold=0.5, 128 permutations: {bands} bands x {rows} rows) "
+        "candidates, scored by the MinHash estimate (0 when not a candidate)",
+    )
+
+
 def _rensa() -> Method | None:
     try:
         from rensa import RMinHash
@@ -307,6 +340,7 @@ _BUILDERS: dict[str, Callable[[], Method | None]] = {
     "minhash": _minhash,
     "simhash": _simhash,
     "datasketch": _datasketch,
+    "datasketch-lsh": _datasketch_lsh,
     "rensa": _rensa,
     "simhash-pkg": _simhash_pkg,
 }

@@ -718,17 +718,17 @@ def exact_probe_all(
 
 
 @njit(cache=True)
-def distinct_pairs(qs: I64, rows: I64) -> tuple[I64, I64]:  # pragma: no cover - compiled
-    """The distinct (query, row) pairs, sorted by query then row."""
-    order = np.lexsort((rows, qs))
-    out_q = np.empty(qs.shape[0], dtype=np.int64)
-    out_r = np.empty(qs.shape[0], dtype=np.int64)
+def distinct_pairs(qs: I64, rows: I64, nrows: np.int64) -> tuple[I64, I64]:  # pragma: no cover
+    """The distinct (query, row) pairs (rows < ``nrows``), sorted by query then row."""
+    combined = np.sort(qs * nrows + rows)
+    out_q = np.empty(combined.shape[0], dtype=np.int64)
+    out_r = np.empty(combined.shape[0], dtype=np.int64)
     n = 0
-    for i in order:
-        if n and out_q[n - 1] == qs[i] and out_r[n - 1] == rows[i]:
+    for i in range(combined.shape[0]):
+        if i and combined[i] == combined[i - 1]:
             continue
-        out_q[n] = qs[i]
-        out_r[n] = rows[i]
+        out_q[n] = combined[i] // nrows
+        out_r[n] = combined[i] % nrows
         n += 1
     return out_q[:n], out_r[:n]
 

@@ -50,7 +50,7 @@ from neardup.errors import (
     StoreError,
 )
 from neardup.index._common import Key, KeyMap, read_index_file, write_index_file
-from neardup.index._tables import MultiTable, Segment, hamming_probe_segment, hamming_scan
+from neardup.index._tables import MultiTable, Segment, hamming_probe_all
 from neardup.sketch.base import Signature
 
 __all__ = ["HammingIndex", "HammingIndexConfig"]
@@ -82,7 +82,7 @@ class HammingIndexConfig(Config):
     max_distance: int = 3
     num_blocks: int | None = None
     block_bits: tuple[int, ...] | None = None
-    buffer_size: int = 2048
+    buffer_size: int = 1024
 
     def __post_init__(self) -> None:
         check_choice("bits", self.bits, (64,))
@@ -354,45 +354,22 @@ class HammingIndex:
         self, fingerprints: U64, max_distance: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Raw matches ``(query number, row, distance)``, unordered (for bulk callers)."""
-        widths = self._tables.widths
-        starts = self._start_array
-        parts = []
-        d = np.int64(max_distance)
-        for seg in self._tables.segments:
-            parts.append(
-                hamming_probe_segment(
-                    fingerprints,
-                    starts,
-                    widths,
-                    seg.keys,
-                    seg.rows,
-                    seg.directory,
-                    np.int64(seg.dbits),
-                    self._masks,
-                    self._alive,
-                    d,
-                )
-            )
-        count = self._tables.buffer_count
-        if count:
-            parts.append(
-                hamming_scan(
-                    fingerprints,
-                    self._tables.buffer_keys[0, :count],
-                    self._tables.buffer_rows[:count],
-                    self._alive,
-                    d,
-                )
-            )
-        if not parts:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        if len(parts) == 1:
-            return parts[0]
-        return (
-            np.concatenate([p[0] for p in parts]),
-            np.concatenate([p[1] for p in parts]),
-            np.concatenate([p[2] for p in parts]),
+        tables = self._tables
+        seg_keys, seg_rows, seg_dirs, seg_dbits = tables.segment_lists()
+        return hamming_probe_all(
+            fingerprints,
+            self._start_array,
+            tables.widths,
+            seg_keys,
+            seg_rows,
+            seg_dirs,
+            seg_dbits,
+            self._masks,
+            self._alive,
+            np.int64(max_distance),
+            tables.buffer_keys[0],
+            tables.buffer_rows,
+            np.int64(tables.buffer_count),
         )
 
     def query(

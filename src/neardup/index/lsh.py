@@ -50,7 +50,13 @@ from neardup.errors import (
     StoreError,
 )
 from neardup.index._common import Key, KeyMap, read_index_file, write_index_file
-from neardup.index._tables import MultiTable, Segment, exact_probe_segment, exact_scan
+from neardup.index._tables import (
+    MultiTable,
+    Segment,
+    count_equal,
+    distinct_pairs,
+    exact_probe_all,
+)
 from neardup.sketch.base import Signature
 
 __all__ = ["LSHIndex", "LSHIndexConfig", "optimal_bands"]
@@ -104,7 +110,7 @@ class LSHIndexConfig(Config):
     false_negative_weight: float = 0.5
     bands: int | None = None
     rows: int | None = None
-    buffer_size: int = 1024
+    buffer_size: int = 256
 
     def __post_init__(self) -> None:
         check_int("num_perm", self.num_perm, low=1, high=1 << 14)
@@ -329,36 +335,23 @@ class LSHIndex:
     def candidate_rows(self, sigs: U64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Distinct ``(query number, row)`` pairs sharing a band, sorted by query then row."""
         qkeys = np.ascontiguousarray(band_keys(sigs, self.bands, self.rows).T)
-        parts = [
-            exact_probe_segment(
-                qkeys, seg.keys, seg.rows, seg.directory, np.int64(seg.dbits), self._alive
-            )
-            for seg in self._tables.segments
-        ]
-        count = self._tables.buffer_count
-        if count:
-            parts.append(
-                exact_scan(
-                    qkeys,
-                    self._tables.buffer_keys,
-                    self._tables.buffer_rows,
-                    np.int64(count),
-                    self._alive,
-                )
-            )
-        if not parts:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty
-        qs = np.concatenate([p[0] for p in parts])
-        rows = np.concatenate([p[1] for p in parts])
-        pair = np.unique(qs * np.int64(self._nrows + 1) + rows)
-        return pair // (self._nrows + 1), pair % (self._nrows + 1)
+        tables = self._tables
+        seg_keys, seg_rows, seg_dirs, seg_dbits = tables.segment_lists()
+        qs, rows = exact_probe_all(
+            qkeys,
+            seg_keys,
+            seg_rows,
+            seg_dirs,
+            seg_dbits,
+            tables.buffer_keys,
+            tables.buffer_rows,
+            np.int64(tables.buffer_count),
+            self._alive,
+        )
+        return distinct_pairs(qs, rows, np.int64(max(self._nrows, 1)))
 
     def _scores(self, sigs: U64, qs: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> Any:
-        if rows.shape[0] == 0:
-            return np.zeros(0, dtype=np.float64)
-        equal = np.count_nonzero(self._sigs[rows] == sigs[qs], axis=1)
-        return equal / self.config.num_perm
+        return count_equal(self._sigs, sigs, qs, rows) / self.config.num_perm
 
     def query(
         self, signature: Signature, min_score: float = 0.0, limit: int | None = None
@@ -367,7 +360,20 @@ class LSHIndex:
 
         ``min_score`` drops candidates whose estimate is lower; ``limit`` keeps the best ones.
         """
-        return self.query_many([signature], min_score, limit)[0]
+        if min_score:
+            check_range("min_score", min_score, low=0.0, high=1.0)
+        if limit is not None:
+            check_int("limit", limit, low=1)
+        sigs = np.ascontiguousarray(self._signature(signature, [])).reshape(1, -1)
+        qs, rows = self.candidate_rows(sigs)
+        if rows.shape[0] == 0:
+            return []
+        counts = count_equal(self._sigs, sigs, qs, rows).tolist()
+        keys = self._keys.keys
+        num_perm = self.config.num_perm
+        ranked = sorted((-c, keys[r]) for c, r in zip(counts, rows.tolist(), strict=True))
+        result = [(k, -c / num_perm) for c, k in ranked if -c / num_perm >= min_score]
+        return result[:limit] if limit is not None else result  # type: ignore[misc]
 
     def query_many(
         self, signatures: object, min_score: float = 0.0, limit: int | None = None

@@ -1,0 +1,224 @@
+"""The stream-quality evaluation: verdicts and per-edit counts against a brute-force recount
+(SimHash distance and shingle Jaccard recomputed with Python sets), on a small Reuters slice."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neardup.detect.stream import StreamConfig
+from neardup.errors import ConfigError
+from neardup.evaluation.stream_quality import (
+    GOLD,
+    PREDICTED,
+    StreamQualityConfig,
+    count_by_edit,
+    exact_groups,
+    pair_evidence,
+    pair_verdicts,
+    rates,
+    render_markdown,
+    run_stream,
+    stream_order,
+    stream_quality,
+    threshold_curves,
+)
+from neardup.evaluation.synth import LABEL_RULES, SynthConfig, synthesize
+from neardup.sketch.shingleset import sign_shingles
+from neardup.sketch.simhash import sign_simhash
+
+
+@pytest.fixture(scope="module")
+def bench(reuters_docs: list[dict[str, Any]]) -> Any:
+    return synthesize(reuters_docs[:500], SynthConfig(max_originals=40, seed=5))
+
+
+@pytest.fixture(scope="module")
+def streamed(bench: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    order = stream_order(bench)
+    decisions, refused, _, _ = run_stream(order, tmp_path_factory.mktemp("sq"))
+    return order, decisions, refused
+
+
+def _brute_verdict(a: str, b: str, texts: dict[str, str], cfg: StreamConfig) -> str:
+    """The stream's rule recomputed from scratch: popcount distance, Python-set Jaccard."""
+    fa = int(sign_simhash(texts[a], cfg.simhash).values[0])
+    fb = int(sign_simhash(texts[b], cfg.simhash).values[0])
+    distance = bin(fa ^ fb).count("1")
+    if distance > cfg.similar_max_distance:
+        return "none"
+    sa = set(sign_shingles(texts[a], cfg.shingles).values.tolist())
+    sb = set(sign_shingles(texts[b], cfg.shingles).values.tolist())
+    jaccard = len(sa & sb) / len(sa | sb)
+    containment = len(sa & sb) / min(len(sa), len(sb))
+    dup = jaccard >= cfg.duplicate_min_jaccard or containment >= cfg.duplicate_min_containment
+    return "duplicate" if dup else "similar"
+
+
+def test_stream_order_is_originals_then_copies_by_date(bench: Any) -> None:
+    order = stream_order(bench)
+    assert sorted(d["id"] for d in order) == sorted(d["id"] for d in bench.docs)
+    roles = [d["synth"]["role"] for d in order]
+    n = roles.count("original")
+    assert set(roles[:n]) == {"original"} and "original" not in roles[n:]
+    for part in (order[:n], order[n:]):
+        dates = [d["date"] for d in part if d["date"] is not None]
+        assert dates == sorted(dates)
+    # Every copy comes after its original.
+    pos = {d["id"]: i for i, d in enumerate(order)}
+    for d in order[n:]:
+        assert pos[d["synth"]["copy_of"]] < pos[d["id"]]
+
+
+def test_verdicts_and_per_edit_counts_match_a_brute_force_recount(
+    bench: Any, streamed: Any
+) -> None:
+    order, decisions, refused = streamed
+    assert not refused
+    cfg = StreamConfig()
+    texts = {d["id"]: d["text"] for d in bench.docs}
+    ids = [d["id"] for d in order]
+    verdicts = pair_verdicts(bench.pairs, decisions, {i: k for k, i in enumerate(ids)})
+    brute: dict[tuple[str, str, str], int] = {}
+    for rule in LABEL_RULES:
+        for p, got in zip(bench.pairs, verdicts, strict=True):
+            a, b = p["id1"], p["id2"]
+            if ids.index(a) > ids.index(b):
+                a, b = b, a
+            # The later article's decision, read by hand.
+            dec = decisions[b]
+            by_hand = "none"
+            for m in dec.matches:
+                if m.id == a:
+                    by_hand = m.verdict
+            if by_hand == "none" and dec.status == "duplicate" and dec.duplicate_of == a:
+                by_hand = "duplicate"
+            assert got == by_hand
+            assert got == _brute_verdict(a, b, texts, cfg), (p, got)
+            key = (p["edit"], p["labels"][rule], got)
+            brute[(rule, *key)] = brute.get((rule, *key), 0) + 1
+    edits = [p["edit"] for p in bench.pairs]
+    for rule in LABEL_RULES:
+        counts = count_by_edit(edits, [p["labels"][rule] for p in bench.pairs], verdicts)
+        assert set(counts) == {*edits, "all"}
+        for e in set(edits):
+            for g in GOLD:
+                for v in PREDICTED:
+                    assert counts[e][g][v] == brute.get((rule, e, g, v), 0)
+        for g in GOLD:
+            for v in PREDICTED:
+                assert counts["all"][g][v] == sum(
+                    n for (r, _, gg, vv), n in brute.items() if (r, gg, vv) == (rule, g, v)
+                )
+        # Rates from the brute-force table by their textbook definitions.
+        tp = sum(n for (r, _, g, v), n in brute.items() if (r, g, v) == (rule, *("duplicate",) * 2))
+        pred = sum(n for (r, _, _, v), n in brute.items() if r == rule and v == "duplicate")
+        actual = sum(n for (r, _, g, _), n in brute.items() if r == rule and g == "duplicate")
+        got_rates = rates(counts["all"])
+        assert got_rates["duplicate_precision"] == pytest.approx(tp / pred)
+        assert got_rates["duplicate_recall"] == pytest.approx(tp / actual)
+    assert verdicts.count("duplicate") >= 20  # the slice really exercises the stream
+
+
+def test_rates_on_a_hand_made_table() -> None:
+    cell = {
+        "duplicate": {"duplicate": 8, "similar": 1, "none": 1},
+        "similar": {"duplicate": 2, "similar": 3, "none": 5},
+        "different": {"duplicate": 0, "similar": 1, "none": 9},
+    }
+    r = rates(cell)
+    assert r["duplicate_precision"] == pytest.approx(8 / 10)
+    assert r["duplicate_recall"] == pytest.approx(8 / 10)
+    assert r["similar_precision"] == pytest.approx(3 / 5)
+    assert r["similar_recall"] == pytest.approx(3 / 10)
+    assert r["same_story_recall"] == pytest.approx(14 / 20)
+    assert (r["different_related"], r["different"]) == (1, 10)
+    empty = rates({g: dict.fromkeys(PREDICTED, 0) for g in GOLD})
+    assert empty["duplicate_precision"] is None and empty["similar_recall"] is None
+
+
+def test_threshold_curves_agree_with_the_stream_rule(bench: Any) -> None:
+    cfg = StreamConfig()
+    texts = {d["id"]: d["text"] for d in bench.docs}
+    ev = pair_evidence(bench.pairs, texts, cfg)
+    gold = {r: [p["labels"][r] for p in bench.pairs] for r in LABEL_RULES}
+    curves = threshold_curves(ev, gold, cfg)
+    at = curves["grid"].index(cfg.duplicate_min_jaccard)
+    for rule in LABEL_RULES:
+        c = curves["rules"][rule]
+        assert c["jaccard"][at] == c["default"]
+        assert c["raw_distance"][cfg.duplicate_max_distance] == c["raw_default"]
+        assert c["raw_distance"][-1]["recall"] >= c["raw_distance"][0]["recall"]
+        # Recall can only fall as the Jaccard threshold rises.
+        recalls = [x["recall"] for x in c["jaccard"]]
+        assert all(x >= y for x, y in itertools.pairwise(recalls))
+
+
+def _write_gz(path: Path, rows: list[dict[str, Any]]) -> Path:
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+    return path
+
+
+def _story(n: int) -> str:
+    return " ".join(
+        f"Company number {n} reported quarterly results for period {k} with revenue growth "
+        f"of {n + k} percent and analysts in city {n * 7 + k} expected more."
+        for k in range(6)
+    )
+
+
+def test_exact_groups_found_including_a_takeover(tmp_path: Path) -> None:
+    docs = [
+        {"id": "a", "text": _story(1), "date": "2020-01-01T10:00:00Z"},
+        {"id": "b", "text": _story(1), "date": "2020-01-01T11:00:00Z"},
+        {"id": "c", "text": _story(2), "date": "2020-01-02T10:00:00Z"},
+        # An exact copy of c dated earlier but ingested later: it takes over as original.
+        {"id": "d", "text": _story(2), "date": "2020-01-01T09:00:00Z"},
+        {"id": "e", "text": "", "date": "2020-01-03T10:00:00Z"},
+        {"id": "f", "text": _story(3), "date": "2020-01-03T11:00:00Z"},
+    ]
+    corpus = _write_gz(tmp_path / "docs.jsonl.gz", docs)
+    groups = _write_gz(tmp_path / "groups.jsonl.gz", [{"ids": ["a", "b"]}, {"ids": ["c", "d"]}])
+    store = tmp_path / "store"
+    store.mkdir()
+    r = exact_groups(corpus, groups, store)
+    assert (r["groups"], r["groups_found"], r["groups_split"]) == (2, 2, [])
+    assert r["takeovers_in_groups"] == 1
+    assert (r["ingested"], r["refused"]) == (5, 1)
+    # A group that is not one: reported as split.
+    _write_gz(tmp_path / "bad.jsonl.gz", [{"ids": ["a", "f"]}])
+    store2 = tmp_path / "store2"
+    store2.mkdir()
+    bad = exact_groups(corpus, tmp_path / "bad.jsonl.gz", store2)
+    assert bad["groups_found"] == 0 and bad["groups_split"] == [["a", "f"]]
+
+
+def test_stream_quality_end_to_end_writes_plot_and_markdown(tmp_path: Path) -> None:
+    from conftest import data_path
+
+    reuters = data_path("reuters21578", "docs.jsonl.gz")
+    r = stream_quality(reuters, tmp_path, StreamQualityConfig(max_originals=15, seed=1))
+    assert (tmp_path / "stream_thresholds.png").stat().st_size > 10_000
+    assert set(r["variants"]) == {"default", "simhash+lsh"}
+    assert r["offline_agreement"]["agree"] == r["pairs"]
+    for v in r["variants"].values():
+        for rule in LABEL_RULES:
+            total = sum(sum(row.values()) for row in v["counts"][rule]["all"].values())
+            assert total == r["pairs"]
+    text = "\n".join(render_markdown(r))
+    assert "## 6. Stream decisions" in text and "img/stream_thresholds.png" in text
+    json.dumps(r)  # JSON-able as the report stores it
+
+
+def test_config_errors() -> None:
+    with pytest.raises(ConfigError):
+        StreamQualityConfig(max_originals=1)
+    with pytest.raises(ConfigError):
+        StreamQualityConfig(batch_size=0)
