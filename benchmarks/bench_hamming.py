@@ -163,14 +163,17 @@ def bench_neardup(
     batch, batch_cpu = best_of(5, lambda: index.query_many(qs))
     exact = all(index.query(q) == brute(fps, q, d) for q in check.tolist())
     n = fps.shape[0]
+    array_bytes, probe = index.nbytes, probe_size(index, qs)
+    stream = streaming_state(index, fps, qs, check, d)
     out = {
         "library": "neardup",
+        "after_streaming_adds": stream,
         "layout": list(index.config.layout),
         "build_s": build,
         "build_cpu_s": build_cpu,
-        "array_bytes_per_fp": index.nbytes / n,
+        "array_bytes_per_fp": array_bytes / n,
         "rss_bytes_per_fp": (rss1 - rss0) / n,
-        "mean_probe_size": probe_size(index, qs),
+        "mean_probe_size": probe,
         "single_query": latency(samples),
         "single_query_cpu": latency(cpu),
         "batch_query_us_per_query": batch / qs.shape[0] * 1e6,
@@ -178,6 +181,35 @@ def bench_neardup(
         "exact_on_check": exact,
     }
     return out
+
+
+def streaming_state(
+    index: HammingIndex, fps: np.ndarray, qs: np.ndarray, check: np.ndarray, d: int
+) -> dict[str, Any]:
+    """Single-query latency after 5,000 one-at-a-time adds (buffer and small segments in use,
+    as during ingest), and exactness again."""
+    rng = np.random.default_rng(1)
+    extra = rng.integers(0, 2**64 - 1, size=5000, dtype=U64, endpoint=True)
+    t = time.perf_counter()
+    for i, fp in enumerate(extra.tolist()):
+        index.add(fps.shape[0] + i, fp)
+    add_us = (time.perf_counter() - t) / extra.shape[0] * 1e6
+    samples, cpu = [], []
+    for q in qs.tolist():
+        c = time.thread_time_ns()
+        t0 = time.perf_counter_ns()
+        index.query(q)
+        samples.append(time.perf_counter_ns() - t0)
+        cpu.append(time.thread_time_ns() - c)
+    everything = np.concatenate([fps, extra])
+    return {
+        "single_add_us": add_us,
+        "segments": len(index._tables.segments),
+        "buffer_rows": index._tables.buffer_count,
+        "single_query": latency(samples),
+        "single_query_cpu": latency(cpu),
+        "exact_on_check": all(index.query(q) == brute(everything, q, d) for q in check.tolist()),
+    }
 
 
 def bench_faiss(fps: np.ndarray, qs: np.ndarray, check: np.ndarray, d: int) -> dict[str, Any]:
@@ -269,6 +301,13 @@ def main() -> None:
             f"p99 {r['single_query']['p99_us']:.1f} us (CPU median "
             f"{r['single_query_cpu']['median_us']:.1f} us), batch "
             f"{r['batch_query_cpu_us_per_query']:.2f} us/q CPU, exact {r['exact_on_check']}"
+        )
+        st = r["after_streaming_adds"]
+        print(
+            f"  after 5,000 single adds ({st['single_add_us']:.1f} us each): "
+            f"{st['segments']} segments + {st['buffer_rows']} buffered, median "
+            f"{st['single_query']['median_us']:.1f} us "
+            f"(CPU {st['single_query_cpu']['median_us']:.1f}), exact {st['exact_on_check']}"
         )
     faiss_run = None
     if not args.no_faiss:

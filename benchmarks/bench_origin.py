@@ -8,8 +8,9 @@
    Side by side, in the same run: the exact method a user would otherwise write (no library
    does origin detection): a Python dict of every shingle, i.e. our reference mode (All,
    unlimited memory), engine only.  Ratios are reported.
-2. Resident memory over a 10 M-token stream, for 20 MB and 100 MB tables (20 MB fills up:
-   1.1 M entries for about 1.7 M selected shingles): Reuters replicated 4 times (2.64 M tokens
+2. Resident memory over a 10 M-token stream, for a 20 MB table (it fills up: 1.1 M entries
+   for about 1.7 M selected shingles) with origin ids in the in-memory registry and in the
+   on-disk id log, and a 100 MB table with the id log: Reuters replicated 4 times (2.64 M tokens
    each); replica r salts every token hash with r (hash xor splitmix(r)), so replicas are new
    text to the detector rather than exact copies.  The process RSS (VmRSS) is sampled every
    2,000 documents, each size in a fresh process after the numba kernels are loaded; we
@@ -32,6 +33,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -82,7 +84,12 @@ def timed(fn: Any) -> tuple[float, float]:
 
 
 def memory_run(
-    memory: int, docs: list[tuple[str, str]], hashes: list[Any], tokens: int, replicas: int
+    memory: int,
+    docs: list[tuple[str, str]],
+    hashes: list[Any],
+    tokens: int,
+    replicas: int,
+    id_log: str | None,
 ) -> dict[str, Any]:
     """Stream ``tokens`` tokens of salted Reuters replicas; sample RSS every 2,000 docs."""
     best = OriginConfig(memory_bytes=memory)
@@ -93,7 +100,7 @@ def memory_run(
     del warm
     gc.collect()
     base = rss_bytes()
-    det = OriginDetector(best, reject_repeated_ids=False)
+    det = OriginDetector(best, reject_repeated_ids=False, id_log=id_log)
     peak = base
     samples = []
     processed = 0
@@ -120,6 +127,7 @@ def memory_run(
         "tokens": processed,
         "replicas": replicas,
         "configured_bytes": memory,
+        "origin_ids": "on-disk id log" if id_log else "in-memory registry",
         "table_bytes": det.table.nbytes,
         "table_capacity_shingles": det.table.capacity,
         "stored_shingles": det.table.stored,
@@ -132,7 +140,8 @@ def memory_run(
         "samples": samples,
     }
     print(
-        f"memory {memory / 1e6:.0f} MB: {processed} tokens, table {det.table.nbytes / 1e6:.1f} MB"
+        f"memory {memory / 1e6:.0f} MB, ids {'on disk' if id_log else 'in memory'}:"
+        f" {processed} tokens, table {det.table.nbytes / 1e6:.1f} MB"
         f" ({det.table.stored}/{det.table.capacity} shingles stored), peak RSS over base"
         f" {(peak - base) / 1e6:.1f} MB, peak - table {(peak - base - det.table.nbytes) / 1e6:.1f}"
         f" MB, registry {det.registry_size} ids ({registry_bytes / 1e6:.1f} MB by getsizeof)",
@@ -157,7 +166,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memory", default="100MB", help="table size for the throughput runs")
     parser.add_argument("--tokens", type=int, default=10_000_000)
-    parser.add_argument("--memory-sizes", default="20MB,100MB")
+    parser.add_argument(
+        "--memory-runs",
+        default="20MB:memory,20MB:disk,100MB:disk",
+        help="table size:where origin ids live (memory = registry, disk = id log)",
+    )
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
@@ -165,7 +178,10 @@ def main() -> None:
         n_tokens = sum(h.shape[0] for h in hashes)
         gc.collect()
         replicas = -(-args.tokens // n_tokens)
-        row = memory_run(parse_memory(args.memory_child), docs, hashes, args.tokens, replicas)
+        size, mode = args.memory_child.split(":")
+        with tempfile.TemporaryDirectory() as tmp:
+            id_log = str(Path(tmp) / "ids") if mode == "disk" else None
+            row = memory_run(parse_memory(size), docs, hashes, args.tokens, replicas, id_log)
         print(json.dumps(row))
         return
     memory = parse_memory(args.memory)
@@ -223,9 +239,9 @@ def main() -> None:
 
     # --- resident memory over a replicated 10 M-token stream, each size in a fresh process ---
     out["memory"] = []
-    for size in args.memory_sizes.split(","):
+    for job in args.memory_runs.split(","):
         child = subprocess.run(
-            [sys.executable, __file__, "--memory-child", size, "--tokens", str(args.tokens)],
+            [sys.executable, __file__, "--memory-child", job, "--tokens", str(args.tokens)],
             capture_output=True,
             text=True,
             check=True,

@@ -68,6 +68,25 @@ def test_synth_writes_labelled_benchmark(
     assert (tmp_path / "labels.jsonl").read_bytes() == (synth_dir / "labels.jsonl").read_bytes()
 
 
+def test_synth_label_rule_option(
+    synth_dir: Path, corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, _ = run(
+        capsys, "synth", str(corpus), "-o", str(tmp_path), "--max-originals", "60",
+        "--seed", "5", "--label-rule", "bag80",
+    )  # fmt: skip
+    assert code == 0
+    default = _lines(synth_dir / "labels.jsonl")
+    bag = _lines(tmp_path / "labels.jsonl")
+    assert [p["labels"] for p in bag] == [p["labels"] for p in default]
+    assert all(p["label"] == p["labels"]["bag80"] for p in bag)
+    assert all(p["label"] == p["labels"]["editorial"] for p in default)
+    # The rules really differ on this corpus (cuts and typos are labelled differently).
+    assert any(p["labels"]["bag80"] != p["labels"]["editorial"] for p in default)
+    code, _, err = run(capsys, "synth", str(corpus), "-o", str(tmp_path), "--label-rule", "x")
+    assert code != 0 and "label-rule" in err
+
+
 def test_eval_pairs_matches_direct_computation(
     synth_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -27,6 +27,7 @@ from neardup.evaluation.stream_quality import (
     stream_order,
     stream_quality,
     threshold_curves,
+    what_if,
 )
 from neardup.evaluation.synth import LABEL_RULES, SynthConfig, synthesize
 from neardup.sketch.shingleset import sign_shingles
@@ -148,11 +149,17 @@ def test_threshold_curves_agree_with_the_stream_rule(bench: Any) -> None:
     ev = pair_evidence(bench.pairs, texts, cfg)
     gold = {r: [p["labels"][r] for p in bench.pairs] for r in LABEL_RULES}
     curves = threshold_curves(ev, gold, cfg)
+    wi = what_if(ev, gold, cfg)
+    position = {p["id1"]: 0 for p in bench.pairs}  # orientation only matters for directed
+    assert pair_evidence(bench.pairs, texts, cfg, position).jaccard.tolist() == ev.jaccard.tolist()
+    assert (ev.containment >= ev.jaccard).all()
+    assert (ev.containment >= ev.contained_new - 1e-12).all()
     at = curves["grid"].index(cfg.duplicate_min_jaccard)
     for rule in LABEL_RULES:
         c = curves["rules"][rule]
         assert c["jaccard"][at] == c["default"]
         assert c["raw_distance"][cfg.duplicate_max_distance] == c["raw_default"]
+        assert wi["stream rule, SimHash candidates (default)"][rule] == c["default"]
         assert c["raw_distance"][-1]["recall"] >= c["raw_distance"][0]["recall"]
         # Recall can only fall as the Jaccard threshold rises.
         recalls = [x["recall"] for x in c["jaccard"]]
@@ -222,3 +229,30 @@ def test_config_errors() -> None:
         StreamQualityConfig(max_originals=1)
     with pytest.raises(ConfigError):
         StreamQualityConfig(batch_size=0)
+
+
+def test_cli_eval_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conftest import DATA_DIR, data_path
+    from neardup.cli import main
+
+    data_path("reuters21578", "docs.jsonl.gz")
+
+    def run(*args: str) -> tuple[int, str, str]:
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, _ = run(
+        "eval", "stream", "--data", str(DATA_DIR), "--max-originals", "12", "--json",
+        "--plots", str(tmp_path),
+    )  # fmt: skip
+    assert code == 0
+    result = json.loads(out)
+    assert result["pairs"] > 0 and set(result["variants"]) == {"default", "simhash+lsh"}
+    assert (tmp_path / "stream_thresholds.png").exists()
+    code, _, err = run("eval", "stream", "--data", str(tmp_path / "missing"))
+    assert code == 65 and "Reuters data not found" in err

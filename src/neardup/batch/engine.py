@@ -19,9 +19,10 @@ inputs, pairs are de-duplicated and sorted, and union-find labels are canonical 
 member), so the output is byte-identical whatever the number of workers or shards, and with
 the single-process path.
 
-Memory (driver): ids, dates and lengths (~100 bytes/document), the bucket keys
-(``bands * 12`` bytes/document, 168 bytes for the MinHash default) and the candidate pairs;
-texts are never held beyond one partition per in-flight task.  Measured peak per million
+Memory (driver): ids, dates, lengths and positions (~150 bytes/document), the bucket keys
+(``bands * 12`` bytes/document: 300 bytes at the default 25 bands) and the candidate pairs;
+signatures are memory-mapped from the work directory; texts are never held beyond the
+partitions in flight.  Measured peak per million
 documents: see ``docs/batch.md``.
 """
 
@@ -391,6 +392,7 @@ def _sign_stage(
     stats: ReadStats,
     summary: DedupSummary,
     progress: bool,
+    shuffle: _KeyShards,
 ) -> tuple[_Meta, list[SignedPartition]]:
     meta = _Meta()
     parts: list[SignedPartition] = []
@@ -421,7 +423,10 @@ def _sign_stage(
         else:
             part = result
             work.save("sig", p, {"values": part.values, "lengths": part.lengths})
-        parts.append(part)
+        shuffle.add(part, meta.part_starts[p])
+        # Keep only the small lengths in memory; the values are read back (memory-mapped)
+        # for the few documents that end up in candidate pairs.
+        parts.append(SignedPartition(work.load("sig", p, "values", mmap=True), part.lengths))
         bar.update(part.values.shape[0])
     bar.close()
     meta.part_starts.append(len(meta.ids))
@@ -440,28 +445,35 @@ def _sign_task(part: int, texts: list[str], config: DedupConfig) -> SignedPartit
     return sign_partition(texts, config)
 
 
-def _shuffle_stage(
-    parts: list[SignedPartition], config: DedupConfig, runner: Runner, progress: bool
-) -> I64:
-    shards = max(1, runner.workers * 2)
-    shard_keys: list[list[U64]] = [[] for _ in range(shards)]
-    shard_docs: list[list[npt.NDArray[np.int32]]] = [[] for _ in range(shards)]
-    start = 0
-    for part in parts:
-        keys = partition_keys(part, config)
+class _KeyShards:
+    """Bucket keys of every document, routed to shards as partitions arrive (the map side
+    of the shuffle): 12 bytes per key."""
+
+    def __init__(self, config: DedupConfig, shards: int) -> None:
+        self.config = config
+        self.shards = shards
+        self.keys: list[list[U64]] = [[] for _ in range(shards)]
+        self.docs: list[list[npt.NDArray[np.int32]]] = [[] for _ in range(shards)]
+
+    def add(self, part: SignedPartition, start: int) -> None:
+        keys = partition_keys(part, self.config)
         n, per_doc = keys.shape
         docs = np.repeat(np.arange(start, start + n, dtype=np.int64), per_doc)
         flat = keys.reshape(-1)
         live = flat != 0
         flat, docs = flat[live], docs[live]
-        where = shard_of(flat, shards)
+        where = shard_of(flat, self.shards)
         order = np.argsort(where, kind="stable")
-        bounds = np.searchsorted(where[order], np.arange(shards + 1))
-        for s in range(shards):
+        bounds = np.searchsorted(where[order], np.arange(self.shards + 1))
+        for s in range(self.shards):
             sel = order[bounds[s] : bounds[s + 1]]
-            shard_keys[s].append(flat[sel])
-            shard_docs[s].append(docs[sel].astype(np.int32 if start + n < 2**31 else np.int64))
-        start += n
+            self.keys[s].append(flat[sel])
+            self.docs[s].append(docs[sel].astype(np.int32 if start + n < 2**31 else np.int64))
+
+
+def _shuffle_stage(shuffle: _KeyShards, config: DedupConfig, runner: Runner, progress: bool) -> I64:
+    shards = shuffle.shards
+    shard_keys, shard_docs = shuffle.keys, shuffle.docs
     bar = _bar(progress, "buckets", total=shards, unit="shard")
 
     def tasks() -> Iterator[tuple[Any, ...]]:
@@ -561,7 +573,10 @@ def _verify_stage(
     progress: bool,
 ) -> PairScores:
     starts = np.asarray(meta.part_starts, dtype=np.int64)
-    width = parts[0].values.shape[1] if parts else 1
+    # The signature estimate is needed for pairs output, for --verify none and for SimHash's
+    # distance filter; otherwise signatures are not read back at all (memory, I/O).
+    need_values = mode == "pairs" or config.verify == "none" or config.method == "simhash"
+    width = (parts[0].values.shape[1] if parts else 1) if need_values else 0
     with_payload = work is not None
     with_tokens = config.verify == "lcs"
     cache: dict[int, dict[str, np.ndarray]] = {}
@@ -583,7 +598,8 @@ def _verify_stage(
         for p in np.unique(owner):
             sel = np.flatnonzero(owner == p)
             local = docs[sel] - starts[p]
-            values[sel] = parts[p].values[local]
+            if need_values:
+                values[sel] = parts[p].values[local]
             lengths[sel] = parts[p].lengths[local]
             if with_payload:
                 pay = payload_of(int(p))
@@ -752,11 +768,12 @@ def run(
     clock = time.perf_counter()
 
     t0 = time.perf_counter()
-    meta, parts = _sign_stage(corpus, cfg, runner, work, stats, summary, progress)
+    shuffle = _KeyShards(cfg, max(1, runner.workers * 2))
+    meta, parts = _sign_stage(corpus, cfg, runner, work, stats, summary, progress, shuffle)
     summary.stage_seconds["sign"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    pairs = _shuffle_stage(parts, cfg, runner, progress)
+    pairs = _shuffle_stage(shuffle, cfg, runner, progress)
     summary.stage_seconds["shuffle"] = time.perf_counter() - t0
     summary.candidate_pairs = int(pairs.shape[0])
 
@@ -834,8 +851,9 @@ def dedup(
     ``write_kept`` the kept documents are written with all their original fields.  Outputs
     are atomic with completion markers; if they are already complete for the same inputs and
     parameters the run is skipped (its summary is returned).  Without ``client`` or
-    ``scheduler`` a LocalCluster of ``workers`` processes is used for inputs over 32 MB (and
-    this process otherwise).
+    ``scheduler``: ``workers`` > 1 starts a LocalCluster of that many processes; with
+    ``workers=None`` a LocalCluster is used only for inputs of 256 MB or more on machines
+    with at least 4 cores, and this process otherwise.
     """
     cfg = config or DedupConfig()
     out = Path(output)

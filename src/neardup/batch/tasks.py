@@ -232,6 +232,8 @@ class PairScores:
 
 
 def _estimates(values: U64, lengths: I64, left: I64, right: I64, config: DedupConfig) -> F64:
+    if values.shape[1] == 0:  # not requested (see the engine's verify stage)
+        return np.full(left.shape[0], np.nan)
     if config.method == "minhash":
         equal = values[left] == values[right]
         est = equal.mean(axis=1)

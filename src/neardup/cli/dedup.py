@@ -44,7 +44,11 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--partition-size", type=int, default=5000, show_default=True),
         click.option("--scheduler", default=None, help="Dask scheduler address (default: local)."),
         click.option(
-            "--workers", type=int, default=None, help="Local worker processes (default: CPUs)."
+            "--workers",
+            type=int,
+            default=None,
+            help="Local Dask worker processes (default: one process, or a LocalCluster for "
+            "inputs of 256 MB or more on 4+ cores).",
         ),
         click.option(
             "--against",

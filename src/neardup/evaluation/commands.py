@@ -1,4 +1,4 @@
-"""The click commands ``neardup synth`` and ``neardup eval pairs|clusters|origin|alignment``.
+"""The click commands ``neardup synth`` and ``neardup eval pairs|clusters|origin|alignment|stream``.
 
 They live in the evaluation layer (not in ``neardup.cli``) because the import-layer contract
 makes ``neardup.cli`` and ``neardup.evaluation`` independent peers; ``neardup.cli`` loads them
@@ -18,6 +18,8 @@ by name from its ``COMMANDS`` table, like every other command.
   ``neardup dedup`` output) against gold groups (e.g. ``neardup synth`` docs).
 * ``eval origin`` / ``eval alignment``: hooks into :mod:`neardup.evaluation.origin` and
   :mod:`neardup.evaluation.alignment` (loaded lazily; a clear error if not available).
+* ``eval stream``: the news stream's decisions on the Reuters perturbation benchmark
+  (:mod:`neardup.evaluation.stream_quality`; the report's section 6).
 
 Output of ``eval``: a readable summary, or one JSON object with ``--json``.  Errors are
 :class:`~neardup.errors.NearDupError` subclasses, mapped to exit codes by ``neardup.cli.main``.
@@ -33,7 +35,7 @@ from typing import Any
 
 import click
 
-from neardup.errors import ConfigError, StoreError
+from neardup.errors import ConfigError, InputError, StoreError
 
 __all__ = ["eval_group", "synth"]
 
@@ -148,7 +150,7 @@ def synth(
 
 @click.group("eval")
 def eval_group() -> None:
-    """Measure quality on labelled data (pairs, clusters, origin, alignment)."""
+    """Measure quality on labelled data (pairs, clusters, origin, alignment, stream)."""
 
 
 def _emit(result: dict[str, Any], as_json: bool, text: str) -> None:
@@ -395,3 +397,47 @@ def alignment_cmd(data_dir: Path | None, limit: int | None, as_json: bool) -> No
             f"{c:28} {v['pairs']:6} {v['precision']:7.3f} {v['recall']:7.3f} {v['f1']:7.3f}"
         )
     _emit({"categories": plain}, as_json, "\n".join(lines))
+
+
+@eval_group.command("stream")
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("../shared/data"),
+    show_default=True,
+    help="The shared data folder (Reuters is read from reuters21578/).",
+)
+@click.option("--max-originals", default=1000, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write stream_thresholds.png here.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print all figures as one JSON object.")
+def stream_cmd(
+    data_dir: Path, max_originals: int, seed: int, plots_dir: Path | None, as_json: bool
+) -> None:
+    """The news stream's decisions on the Reuters perturbation benchmark (issue 3 quality)."""
+    from neardup.evaluation.stream_quality import (
+        StreamQualityConfig,
+        render_markdown,
+        stream_quality,
+    )
+
+    reuters = data_dir / "reuters21578" / "docs.jsonl.gz"
+    groups = data_dir / "reuters21578" / "labels_derived_exact_dups.jsonl.gz"
+    if not reuters.exists():
+        raise InputError(f"Reuters data not found: {reuters} (use --data)")
+    if plots_dir is not None:
+        plots_dir.mkdir(parents=True, exist_ok=True)
+    result = stream_quality(
+        reuters,
+        plots_dir,
+        StreamQualityConfig(max_originals=max_originals, seed=seed),
+        groups_path=groups if groups.exists() else None,
+    )
+    _emit(result, as_json, "\n".join(render_markdown(result)))

@@ -56,6 +56,7 @@ from neardup.index._tables import (
     count_equal,
     distinct_pairs,
     exact_probe_all,
+    exact_probe_segment,
 )
 from neardup.sketch.base import Signature
 
@@ -250,7 +251,27 @@ class LSHIndex:
 
     def add(self, key: Key, signature: Signature) -> None:
         """Index ``signature`` under ``key`` (duplicate policy in the module docs)."""
-        self.add_many([key], [signature])
+        schemes: list[str] = []
+        values = self._signature(signature, schemes)
+        km = self._keys
+        k = km.normalise(key)
+        old = km.rows.get(k)
+        if old is not None and not np.array_equal(self._sigs[old], values):
+            raise ConflictError(
+                f"key {k!r} is already indexed with a different signature; remove it first"
+            )
+        if self.scheme_id is None and schemes:
+            self.scheme_id = schemes[0]
+        if old is not None:
+            return
+        row = self._nrows
+        self._reserve(row + 1)
+        self._sigs[row] = values
+        self._alive[row] = True
+        self._nrows += 1
+        km.append([k], {k: row})
+        keys = band_keys(self._sigs[row : row + 1], self.bands, self.rows)
+        self._tables.insert(keys, np.array([row], dtype=np.uint32), self._alive)
 
     def add_many(self, keys: Sequence[Key], signatures: object) -> None:
         """Index many signatures at once (Signatures, or an (n, num_perm) uint64 array)."""
@@ -336,6 +357,13 @@ class LSHIndex:
         """Distinct ``(query number, row)`` pairs sharing a band, sorted by query then row."""
         qkeys = np.ascontiguousarray(band_keys(sigs, self.bands, self.rows).T)
         tables = self._tables
+        if len(tables.segments) == 1 and tables.buffer_count == 0:
+            # One sorted segment (bulk build, load, compaction): skip the typed-list unboxing.
+            seg = tables.segments[0]
+            qs, rows = exact_probe_segment(
+                qkeys, seg.keys, seg.rows, seg.directory, np.int64(seg.dbits), self._alive
+            )
+            return distinct_pairs(qs, rows, np.int64(max(self._nrows, 1)))
         seg_keys, seg_rows, seg_dirs, seg_dbits = tables.segment_lists()
         qs, rows = exact_probe_all(
             qkeys,

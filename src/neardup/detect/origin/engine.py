@@ -12,10 +12,12 @@ Text: tokens are ``neardup.text.tokenize`` with :data:`TEXT_CONFIG` (lower-cased
 as in the paper ("alphanumeric sequences", Section 3.1), and offsets map every result back
 to the original text.  Token hashes are ``xxh3_64`` with ``config.seed``.
 
-Memory: the table's arrays (fixed, <= ``memory_bytes``) plus the id registry, which keeps
-the id of every document that still has at least one shingle in the table (reference-
-counted; at most one id per table entry and in practice one per recent document), plus,
-when ``reject_repeated_ids`` is on, the set of ids seen (about 100 bytes a document).
+Memory: the table's arrays (fixed, <= ``memory_bytes``) plus the origin ids.  By default an
+in-memory registry keeps the id of every document that still has at least one shingle in
+the table (reference-counted; at most one id per table entry, about 200 bytes an id); with
+``id_log=PATH`` the ids go to an append-only file instead (:mod:`.idlog`, the paper's
+"fingerprint of the origin" resolved on disk) and memory is the table plus a constant.
+When ``reject_repeated_ids`` is on, the set of ids seen costs about 120 bytes a document.
 
 Reference mode (``OriginConfig.reference()``): All, unlimited memory, NB: the exact origin
 of every shingle, the ground truth the paper measures against.
@@ -48,6 +50,7 @@ from neardup.detect.origin.estimate import (
     token_origins,
 )
 from neardup.detect.origin.evict import lucky_bonus
+from neardup.detect.origin.idlog import IdLog
 from neardup.detect.origin.records import OriginReport, Segment
 from neardup.detect.origin.select import Selection, select
 from neardup.detect.origin.table import BucketTable, UnlimitedTable, make_table
@@ -93,7 +96,11 @@ class OriginDetector:
     """Streaming origin detection over time-ordered documents in a fixed memory budget."""
 
     def __init__(
-        self, config: OriginConfig | None = None, *, reject_repeated_ids: bool = True
+        self,
+        config: OriginConfig | None = None,
+        *,
+        reject_repeated_ids: bool = True,
+        id_log: str | os.PathLike[str] | None = None,
     ) -> None:
         self.config = config or OriginConfig()
         self.table: BucketTable | UnlimitedTable = make_table(self.config)
@@ -103,6 +110,15 @@ class OriginDetector:
         self._registry: dict[int, list[Any]] = {}  # ordinal -> [id, stored entries]
         self._seen: set[str] | None = set() if reject_repeated_ids else None
         self.last_date: str | None = None  # kept for callers that enforce date order
+        self._ids: IdLog | None = None
+        if id_log is not None:
+            self._ids = IdLog(id_log)
+            if len(self._ids):
+                self._ids.close()
+                raise StoreError(
+                    f"id log {id_log} already holds {len(self._ids)} ids: load the state saved"
+                    " with it (OriginDetector.load) or use a new path"
+                )
 
     @property
     def documents_processed(self) -> int:
@@ -138,6 +154,8 @@ class OriginDetector:
             self._seen.add(doc_id)
         own = self._next
         self._next += 1
+        if self._ids is not None:
+            self._ids.append(doc_id)
         th = np.ascontiguousarray(token_hashes, dtype=np.uint64)
         sel = select(th, self.config)
         fps = sel.fingerprints
@@ -151,11 +169,18 @@ class OriginDetector:
         names = {own: doc_id}
         for o in set(est[hits.found | (est != own)].tolist()):
             if o != own:
-                names[o] = self._registry[o][0]
-        self._account(own, doc_id, int(fps.shape[0] - np.count_nonzero(hits.found)), evicted)
+                names[o] = self._registry[o][0] if self._ids is None else self._ids.get(o)
+        if self._ids is None:
+            inserted = int(fps.shape[0] - np.count_nonzero(hits.found))
+            self._account(own, doc_id, inserted, evicted)
         tok = token_origins(th.shape[0], sel.starts, sel.ends, est, own)
         dom, most = dominant_origin(est, own)
         return DocResult(own, doc_id, int(th.shape[0]), sel, est, tok, dom, most, names, hits.found)
+
+    def close(self) -> None:
+        """Flush and close the id log, if any (the in-memory state stays usable for save)."""
+        if self._ids is not None:
+            self._ids.flush()
 
     def _account(self, own: int, doc_id: str, inserted: int, evicted: I64) -> None:
         """Reference counts of stored entries per origin, so ids of evicted docs are freed."""
@@ -218,7 +243,10 @@ class OriginDetector:
             "next": self._next,
             "last_date": self.last_date,
             "reject_repeated_ids": self._seen is not None,
+            "id_log": None if self._ids is None else str(self._ids.path.resolve()),
         }
+        if self._ids is not None:
+            self._ids.flush()
         reg_ord = np.fromiter(self._registry.keys(), dtype=np.int64, count=len(self._registry))
         reg_cnt = np.array([v[1] for v in self._registry.values()], dtype=np.int64)
         reg_ids = json.dumps([v[0] for v in self._registry.values()])
@@ -257,6 +285,9 @@ class OriginDetector:
         except (KeyError, ValueError, TypeError) as exc:
             raise StoreError(f"origin state {path} is malformed: {exc}") from exc
         self = cls(config, reject_repeated_ids=bool(meta["reject_repeated_ids"]))
+        if meta.get("id_log"):
+            self._ids = IdLog(meta["id_log"])
+            self._ids.truncate(int(meta["next"]))  # drop ids logged after the save
         table_arrays = {k[6:]: v for k, v in files.items() if k.startswith("table_")}
         self.table = make_table(config, table_arrays)
         self._next = int(meta["next"])
