@@ -1,34 +1,144 @@
 """neardup: find near-duplicate and copied text in news, fast.
 
 The public API is what ``__all__`` lists; everything else is internal and may change.
+Names are loaded on first use (PEP 562), so ``import neardup`` stays fast and pulls in the
+compiled kernels, the store or the Dask engine only when they are used.
+
+The API follows the data flow::
+
+    text        tokenize, sentence_spans, TextConfig
+    signatures  sign, Signature, <Scheme>Config, IdfTable, build_idf_table,
+                estimate_jaccard, hamming_distance
+    similarity  jaccard, containment, bottomk_jaccard, longest_common_substring
+    indexes     HammingIndex, LSHIndex (+ configs)
+    detectors   dedup_result_set (seed 000), NewsIndex (ingest / similar / events, seed 003),
+                OriginDetector (seed 004), dedup (batch corpus dedup, local or Dask)
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from neardup.errors import (
-    ConfigError,
-    InputError,
-    NearDupError,
-    NotFoundError,
-    SchemeMismatchError,
-)
-from neardup.records import Article
-from neardup.sketch import Signature, sign
-from neardup.text import TextConfig, sentence_spans, tokenize
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # records and errors
+    "Article": "neardup.records",
+    "AuthError": "neardup.errors",
+    "CapacityError": "neardup.errors",
+    "ConfigError": "neardup.errors",
+    "ConflictError": "neardup.errors",
+    "InputError": "neardup.errors",
+    "InputTooLargeError": "neardup.errors",
+    "InputTypeError": "neardup.errors",
+    "NearDupError": "neardup.errors",
+    "NotFoundError": "neardup.errors",
+    "SchemeMismatchError": "neardup.errors",
+    "SignatureFormatError": "neardup.errors",
+    "StoreError": "neardup.errors",
+    # text
+    "TextConfig": "neardup.text",
+    "sentence_spans": "neardup.text",
+    "tokenize": "neardup.text",
+    # signatures
+    "IdfTable": "neardup.sketch",
+    "MinHashConfig": "neardup.sketch",
+    "SentenceSketchConfig": "neardup.sketch",
+    "ShingleSetConfig": "neardup.sketch",
+    "Signature": "neardup.sketch",
+    "SimHashConfig": "neardup.sketch",
+    "SpotSigsConfig": "neardup.sketch",
+    "build_idf_table": "neardup.sketch",
+    "estimate_jaccard": "neardup.sketch",
+    "hamming_distance": "neardup.sketch",
+    "sign": "neardup.sketch",
+    # similarity
+    "CommonSubstring": "neardup.similarity",
+    "bottomk_jaccard": "neardup.similarity",
+    "containment": "neardup.similarity",
+    "jaccard": "neardup.similarity",
+    "longest_common_substring": "neardup.similarity",
+    # indexes
+    "HammingIndex": "neardup.index",
+    "HammingIndexConfig": "neardup.index",
+    "LSHIndex": "neardup.index",
+    "LSHIndexConfig": "neardup.index",
+    # detectors
+    "ResultSetDeduper": "neardup.detect.resultset",
+    "dedup_result_set": "neardup.detect.resultset",
+    "Decision": "neardup.detect.stream",
+    "Match": "neardup.detect.stream",
+    "StreamConfig": "neardup.detect.stream",
+    "EventConfig": "neardup.detect.events",
+    "EventReport": "neardup.detect.events",
+    "NewsIndex": "neardup.api",
+    "OriginConfig": "neardup.detect.origin",
+    "OriginDetector": "neardup.detect.origin",
+    "OriginReport": "neardup.detect.origin",
+    "Segment": "neardup.detect.origin",
+    "DedupConfig": "neardup.batch",
+    "dedup": "neardup.batch",
+}
 
-__all__ = [
-    "Article",
-    "ConfigError",
-    "InputError",
-    "NearDupError",
-    "NotFoundError",
-    "SchemeMismatchError",
-    "Signature",
-    "TextConfig",
-    "__version__",
-    "sentence_spans",
-    "sign",
-    "tokenize",
-]
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'neardup' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from neardup.api import NewsIndex
+    from neardup.batch import DedupConfig, dedup
+    from neardup.detect.events import EventConfig, EventReport
+    from neardup.detect.origin import OriginConfig, OriginDetector, OriginReport, Segment
+    from neardup.detect.resultset import ResultSetDeduper, dedup_result_set
+    from neardup.detect.stream import Decision, Match, StreamConfig
+    from neardup.errors import (
+        AuthError,
+        CapacityError,
+        ConfigError,
+        ConflictError,
+        InputError,
+        InputTooLargeError,
+        InputTypeError,
+        NearDupError,
+        NotFoundError,
+        SchemeMismatchError,
+        SignatureFormatError,
+        StoreError,
+    )
+    from neardup.index import HammingIndex, HammingIndexConfig, LSHIndex, LSHIndexConfig
+    from neardup.records import Article
+    from neardup.similarity import (
+        CommonSubstring,
+        bottomk_jaccard,
+        containment,
+        jaccard,
+        longest_common_substring,
+    )
+    from neardup.sketch import (
+        IdfTable,
+        MinHashConfig,
+        SentenceSketchConfig,
+        ShingleSetConfig,
+        Signature,
+        SimHashConfig,
+        SpotSigsConfig,
+        build_idf_table,
+        estimate_jaccard,
+        hamming_distance,
+        sign,
+    )
+    from neardup.text import TextConfig, sentence_spans, tokenize

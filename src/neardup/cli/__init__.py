@@ -23,8 +23,8 @@ __all__ = ["cli", "main"]
 COMMANDS: dict[str, str] = {
     "demo": "neardup.cli.demo:demo",
     "ingest": "neardup.cli.ingest:ingest",
-    "eval": "neardup.evaluation.commands:eval_group",
-    "synth": "neardup.evaluation.commands:synth",
+    "eval": "neardup.cli.eval:eval_group",
+    "synth": "neardup.cli.eval:synth",
     "serve": "neardup.cli.serve:serve",
     "dedup": "neardup.cli.dedup:dedup_command",
     "pairs": "neardup.cli.dedup:pairs_command",

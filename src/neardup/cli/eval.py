@@ -1,8 +1,7 @@
 """The click commands ``neardup synth`` and ``neardup eval pairs|clusters|origin|alignment|stream``.
 
-They live in the evaluation layer (not in ``neardup.cli``) because the import-layer contract
-makes ``neardup.cli`` and ``neardup.evaluation`` independent peers; ``neardup.cli`` loads them
-by name from its ``COMMANDS`` table, like every other command.
+The measuring itself lives in :mod:`neardup.evaluation`; this module only parses options,
+calls it and prints.
 
 * ``synth CORPUS -o OUT``: writes ``OUT/docs.jsonl`` (originals, copies and quotation
   receivers, each with a ``synth`` object: role, group, copy_of, edit, strength),
