@@ -48,8 +48,8 @@ from neardup.sketch.simhash import sign_simhash
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reuters21578"
 LSH_OPTIONS = [(np_, t) for np_ in (32, 64, 128) for t in (0.2, 0.3, 0.4, 0.5)]
-GRID = [round(x, 2) for x in np.arange(0.3, 1.0001, 0.05)]
-SIM_GRID = [round(x, 2) for x in np.arange(0.05, 0.61, 0.05)]
+GRID = [round(x, 2) for x in np.arange(0.1, 1.0001, 0.05)]
+SIM_GRID = [round(x, 2) for x in np.arange(0.05, 1.0001, 0.05)]
 
 
 def machine() -> dict[str, Any]:
@@ -75,9 +75,7 @@ def features(pairs: list[dict[str, Any]], texts: dict[str, str], order: dict[str
         lsh = LSHIndex(num_perm=np_, threshold=t)
         b, r = lsh.bands, lsh.rows
         mh = {i: minhash_values(sh[i], np_, "permutations", 1) for i in ids}
-        bands[(np_, t)] = {
-            i: set(band_keys(mh[i][None, :], b, r)[:, 0].tolist()) for i in ids
-        }
+        bands[(np_, t)] = {i: set(band_keys(mh[i][None, :], b, r)[:, 0].tolist()) for i in ids}
     rows = []
     for p in pairs:
         a, b = str(p["id1"]), str(p["id2"])
@@ -94,6 +92,7 @@ def features(pairs: list[dict[str, Any]], texts: dict[str, str], order: dict[str
                 "jaccard": inter / (x.size + y.size - inter),
                 "c_new": inter / y.size,
                 "c_old": inter / x.size,
+                "shared": inter,
                 "lsh": {
                     f"{k[0]}/{k[1]}": bool(v[a] & v[b])
                     for k, v in bands.items()  # band keys include the band number
@@ -107,12 +106,16 @@ def prf(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     tp = int(np.sum(pred & gold))
     p = tp / max(1, int(pred.sum()))
     r = tp / max(1, int(gold.sum()))
-    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0}
+    return {
+        "precision": round(p, 4),
+        "recall": round(r, 4),
+        "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
+    }
 
 
 def arrays(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     return {
-        k: np.array([r[k] for r in rows]) for k in ("distance", "jaccard", "c_new", "c_old")
+        k: np.array([r[k] for r in rows]) for k in ("distance", "jaccard", "c_new", "c_old", "shared")
     } | {
         "dup": np.array([r["gold"] == "duplicate" for r in rows]),
         "sim": np.array([r["gold"] == "similar" for r in rows]),
@@ -142,6 +145,34 @@ def old_rule(x: dict[str, np.ndarray], cand: np.ndarray, near: np.ndarray) -> An
     # that is not a duplicate is similar.
     sim = near & ~dup
     return dup, sim
+
+
+def by_edit_losses(
+    rows: list[dict[str, Any]],
+    x: dict[str, np.ndarray],
+    cand: np.ndarray,
+    a: float,
+    b: float,
+    s: float,
+) -> dict[str, Any]:
+    """Per edit: gold duplicates, found, never candidates, rejected by verification; false
+    duplicates; gold similar found as similar."""
+    dup, sim = decide(x, cand, a, b, s)
+    edits = np.array([r["edit"] for r in rows])
+    out = {}
+    for e in sorted(set(edits)):
+        m = edits == e
+        g = m & x["dup"]
+        out[e] = {
+            "gold_duplicate": int(g.sum()),
+            "found": int(np.sum(g & dup)),
+            "never_candidates": int(np.sum(g & ~cand)),
+            "rejected": int(np.sum(g & cand & ~dup)),
+            "false_duplicates": int(np.sum(m & ~x["dup"] & dup)),
+            "gold_similar": int(np.sum(m & x["sim"])),
+            "similar_found": int(np.sum(m & x["sim"] & sim)),
+        }
+    return out
 
 
 def main() -> None:
@@ -210,6 +241,7 @@ def main() -> None:
     # 3. Choose (a, b) then s on the tuning half, for each candidate option.
     choices: dict[str, Any] = {}
     for key in ["simhash"] + [f"{n}/{t}" for n, t in LSH_OPTIONS]:
+
         def cand_of(h: int, key: str = key) -> np.ndarray:
             n = xs[h]["distance"] <= 7
             if key == "simhash":
@@ -218,12 +250,14 @@ def main() -> None:
 
         c0 = cand_of(0)
         best = max(
-            ((prf(decide(x0, c0, a, b, 1.1)[0], x0["dup"])["f1"], a, b) for a in GRID for b in GRID),
+            (
+                (prf(decide(x0, c0, a, b, 1.1)[0], x0["dup"])["f1"], a, b)
+                for a in GRID
+                for b in GRID
+            ),
         )
         _, a, b = best
-        best_s = max(
-            (prf(decide(x0, c0, a, b, s)[1], x0["sim"])["f1"], s) for s in SIM_GRID
-        )
+        best_s = max((prf(decide(x0, c0, a, b, s)[1], x0["sim"])["f1"], s) for s in SIM_GRID)
         s = best_s[1]
         c1 = cand_of(1)
         choices[key] = {
@@ -233,6 +267,7 @@ def main() -> None:
             "tune": score(x0, *decide(x0, c0, a, b, s)),
             "held_out": score(xs[1], *decide(xs[1], c1, a, b, s)),
             "old_rule_held_out": score(xs[1], *old_rule(xs[1], c1, xs[1]["distance"] <= 7)),
+            "held_out_by_edit": by_edit_losses(halves[1], xs[1], c1, a, b, s),
         }
     out["choices"] = choices
     out["seconds"] = round(time.perf_counter() - t0, 1)

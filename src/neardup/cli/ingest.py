@@ -93,14 +93,14 @@ def _parse(line_no: int, raw: bytes) -> dict[str, Any] | InputError | None:
     type=click.Choice(["none", "shingles", "lcs"]),
     default="shingles",
     show_default=True,
-    help="Verification of SimHash candidates.",
+    help="Verification of candidates (none: seed 003's SimHash distance rule).",
 )
 @click.option(
     "--candidates",
-    type=click.Choice(["simhash", "simhash+lsh"]),
-    default="simhash",
+    type=click.Choice(["auto", "simhash", "simhash+lsh"]),
+    default="auto",
     show_default=True,
-    help="Candidate sources (simhash+lsh: more recall, slower).",
+    help="Candidate sources (auto: simhash+lsh, or simhash with --verify none).",
 )
 @click.option(
     "--window-days",

@@ -7,19 +7,26 @@ Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's 
 2. **Candidates**: every stored canonical article whose SimHash is within
    ``similar_max_distance`` bits (exact block-split :class:`~neardup.index.hamming.HammingIndex`),
    optionally restricted to articles dated within ``window_seconds`` of the new one; with
-   ``candidates="simhash+lsh"`` also the MinHash LSH candidates (:class:`~neardup.index.lsh.
-   LSHIndex`, ``lsh_num_perm`` permutations of the same shingle set, bands tuned for
-   ``lsh_threshold``), kept only when verified duplicates.  On Reuters, SimHash within 7 bits
-   reaches 81 % of the pairs with Jaccard >= 0.5; LSH adds most of the rest at 40 % less
-   throughput, so the default is SimHash alone (docs/stream.md).
-3. **Verify** (``verify="shingles"``, default): exact Jaccard and containment of the shingle
-   sets.  A candidate is a *duplicate* when ``jaccard >= duplicate_min_jaccard`` or
-   ``containment >= duplicate_min_containment`` (containment of the smaller set in the larger
-   one, which catches truncated copies); otherwise *similar*.  With ``verify="lcs"`` a
-   duplicate must also share a longest common substring of at least ``lcs_min_ratio`` of the
-   shorter text (:func:`neardup.similarity.longest_common_substring`).  With ``verify="none"``
-   the seed's raw rule applies: distance <= ``duplicate_max_distance`` is a duplicate, larger
-   distances are similar.  The thresholds were chosen by measurement (``docs/stream.md``).
+   ``candidates="simhash+lsh"`` (the default whenever candidates are verified) also the
+   MinHash LSH candidates (:class:`~neardup.index.lsh.LSHIndex`, ``lsh_num_perm`` = 32
+   permutations of the same shingle set, bands tuned for ``lsh_threshold`` = 0.2).  On the
+   Reuters perturbation benchmark SimHash within 7 bits reaches 70 % of the duplicate pairs,
+   SimHash + LSH 98 % (``benchmarks/bench_stream_rule.py``, docs/stream.md).
+3. **Verify** (``verify="shingles"``, default): exact Jaccard and *directed* containment of the
+   shingle sets: ``containment`` = the share of the new article's shingles found in the stored
+   one, ``coverage`` = the share of the stored article's shingles found in the new one.  A
+   candidate is a *duplicate* when ``containment >= duplicate_min_containment`` and
+   ``coverage >= duplicate_min_coverage`` (the new article adds little to the stored one and is
+   more than an excerpt of it: seed 000's "same article after some editing") and they share
+   at least ``duplicate_min_shared`` shingles, or when
+   ``jaccard >= duplicate_min_jaccard``; otherwise *similar* (the same story, seed 003) when
+   ``max(containment, coverage) >= similar_min_overlap``; otherwise unrelated and dropped.
+   With ``verify="lcs"`` a duplicate must also share a longest common substring of at least
+   ``lcs_min_ratio`` of the shorter text (:func:`neardup.similarity.longest_common_substring`).
+   With ``verify="none"`` (SimHash candidates only) the seed's raw rule applies: distance <=
+   ``duplicate_max_distance`` is a duplicate, larger distances up to ``similar_max_distance``
+   are similar.  The thresholds were chosen on half of the benchmark and checked on the other
+   half (``docs/stream.md``).
 4. **Decide**: ``duplicate`` (pointing at the original of the best duplicate match's group),
    ``similar`` (some match, none a duplicate), or ``new``.  A decision's ``similar`` list is
    every match but the duplicate target, best first (other near-duplicate groups, then
@@ -103,20 +110,36 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 class StreamConfig(Config):
     """Parameters of the stream's decisions (defaults measured on Reuters, docs/stream.md).
 
+    * ``candidates``: ``"simhash"`` (SimHash within ``similar_max_distance``) or
+      ``"simhash+lsh"`` (plus MinHash LSH, ``lsh_num_perm`` permutations, bands tuned for
+      ``lsh_threshold``); ``"auto"`` (default) resolves to ``"simhash+lsh"`` unless
+      ``verify="none"``, which keeps seed 003's SimHash-only mode.
+    * Verified rule (``verify="shingles"`` or ``"lcs"``): duplicate when ``containment``
+      (share of the new article in the stored one) >= ``duplicate_min_containment`` and
+      ``coverage`` (share of the stored article in the new one) >= ``duplicate_min_coverage``
+      and at least ``duplicate_min_shared`` shingles are shared, or ``jaccard >=
+      duplicate_min_jaccard``; similar when ``max(containment, coverage) >=
+      similar_min_overlap``; else unrelated.
+    * Raw rule (``verify="none"``): distance <= ``duplicate_max_distance`` duplicate, up to
+      ``similar_max_distance`` similar.
+
     Only ``simhash`` and ``shingles`` are fixed for the life of a store (its signatures are
-    made with them); the thresholds may change between runs.
+    made with them); the thresholds and candidate options may change between runs.
     """
 
     SCHEME = "stream"
 
     duplicate_max_distance: int = 3
     similar_max_distance: int = 7
-    candidates: str = "simhash"
-    lsh_num_perm: int = 64
-    lsh_threshold: float = 0.3
+    candidates: str = "auto"
+    lsh_num_perm: int = 32
+    lsh_threshold: float = 0.2
     verify: str = "shingles"
     duplicate_min_jaccard: float = 0.5
-    duplicate_min_containment: float = 0.9
+    duplicate_min_containment: float = 0.5
+    duplicate_min_coverage: float = 0.5
+    duplicate_min_shared: int = 20
+    similar_min_overlap: float = 0.5
     lcs_min_ratio: float = 0.5
     similar_limit: int = 10
     window_seconds: float | None = None
@@ -136,7 +159,11 @@ class StreamConfig(Config):
             high=63,
         )
         check_choice("verify", self.verify, _VERIFY)
-        check_choice("candidates", self.candidates, _CANDIDATES)
+        check_choice("candidates", self.candidates, ("auto", *_CANDIDATES))
+        if self.candidates == "auto":
+            # MinHash LSH candidates need verification; seed 003's raw rule uses SimHash only.
+            resolved = "simhash" if self.verify == "none" else "simhash+lsh"
+            object.__setattr__(self, "candidates", resolved)
         check_int("lsh_num_perm", self.lsh_num_perm, low=8, high=1024)
         check_range(
             "lsh_threshold", self.lsh_threshold, low=0.0, high=1.0, low_open=True, high_open=True
@@ -145,6 +172,9 @@ class StreamConfig(Config):
             raise ConfigError("candidates from MinHash LSH need verification (verify != 'none')")
         check_range("duplicate_min_jaccard", self.duplicate_min_jaccard, low=0.0, high=1.0)
         check_range("duplicate_min_containment", self.duplicate_min_containment, low=0.0, high=1.0)
+        check_range("duplicate_min_coverage", self.duplicate_min_coverage, low=0.0, high=1.0)
+        check_int("duplicate_min_shared", self.duplicate_min_shared, low=0)
+        check_range("similar_min_overlap", self.similar_min_overlap, low=0.0, high=1.0)
         check_range("lcs_min_ratio", self.lcs_min_ratio, low=0.0, high=1.0)
         check_int("similar_limit", self.similar_limit, low=0, high=10_000)
         if self.window_seconds is not None:
@@ -164,8 +194,11 @@ class StreamConfig(Config):
 class Match:
     """Evidence for one matched stored article.
 
-    ``distance``: SimHash Hamming distance; ``jaccard``/``containment``: exact shingle-set
-    similarities (``None`` when not verified); ``lcs_ratio``: longest common substring over
+    ``distance``: SimHash Hamming distance; ``jaccard``: exact shingle-set Jaccard;
+    ``containment``: the share of the new (or queried) article's shingles found in the matched
+    one; ``coverage``: the share of the matched article's shingles found in the new one
+    (``None`` when not verified; decisions stored by earlier versions have no ``coverage``
+    and a ``containment`` of the smaller set); ``lcs_ratio``: longest common substring over
     the shorter text (``None`` unless the LCS stage ran); ``score``: the ranking score
     (``jaccard`` when verified, else ``1 - distance / 64``); ``verdict``: ``duplicate`` or
     ``similar``.
@@ -178,6 +211,7 @@ class Match:
     jaccard: float | None = None
     containment: float | None = None
     lcs_ratio: float | None = None
+    coverage: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Spelled out: dataclasses.asdict deep-copies and costs ~10 us a match at ingest.
@@ -189,6 +223,7 @@ class Match:
             "jaccard": self.jaccard,
             "containment": self.containment,
             "lcs_ratio": self.lcs_ratio,
+            "coverage": self.coverage,
         }
 
 
@@ -711,8 +746,8 @@ class NewsStream:
         """Verified matches, best first: duplicates by score, then similar by score.
 
         Candidates: SimHash within ``similar_max_distance``, plus (``candidates=
-        "simhash+lsh"``) MinHash LSH candidates, which are kept only when verified
-        duplicates (further than ``similar_max_distance`` they are not seed 003's "similar").
+        "simhash+lsh"``) MinHash LSH candidates; a verified candidate whose overlap is below
+        ``similar_min_overlap`` is unrelated and dropped (:meth:`_verify`).
         """
         cfg = self.config
         found = self._index.query(fingerprint, cfg.similar_max_distance)
@@ -747,11 +782,7 @@ class NewsStream:
             elif since_us is not None or until_us is not None:
                 continue
             match = self._verify(row, distance[row.seq], a, shingles, text)
-            if (
-                row.seq in lsh_only
-                and match.verdict != "duplicate"
-                and match.distance > cfg.similar_max_distance
-            ):
+            if match is None:  # verified unrelated (overlap below similar_min_overlap)
                 continue
             matches.append(match)
             by_id[row.id] = row
@@ -766,7 +797,9 @@ class NewsStream:
         a: npt.NDArray[Any],
         shingles: Signature,
         text: str | None,
-    ) -> Match:
+    ) -> Match | None:
+        """The verified match of the new article (shingles ``a``) with a stored one, or
+        ``None`` when the shingle overlap says they are unrelated."""
         cfg = self.config
         if cfg.verify == "none":
             verdict = "duplicate" if distance <= cfg.duplicate_max_distance else "similar"
@@ -781,9 +814,20 @@ class NewsStream:
         inter = int(np.intersect1d(a, b, assume_unique=True).size) if a.size and b.size else 0
         union = a.size + b.size - inter
         jaccard = inter / union if union else 1.0
-        smaller = min(a.size, b.size)
-        contain = inter / smaller if smaller else 0.0
-        is_dup = jaccard >= cfg.duplicate_min_jaccard or contain >= cfg.duplicate_min_containment
+        # Directed: how much of the new article is in the stored one (does it add little?)
+        # and how much of the stored one it covers (is it more than an excerpt?).
+        contain = inter / a.size if a.size else 0.0
+        cover = inter / b.size if b.size else 0.0
+        # The containment route needs enough shared shingles: on Reuters, one-line notices
+        # of different companies ("Qtly div six cts vs six cts prior | Pay ...") share half
+        # of their ~11 shingles (docs/stream.md).
+        is_dup = jaccard >= cfg.duplicate_min_jaccard or (
+            contain >= cfg.duplicate_min_containment
+            and cover >= cfg.duplicate_min_coverage
+            and inter >= cfg.duplicate_min_shared
+        )
+        if not is_dup and max(contain, cover) < cfg.similar_min_overlap:
+            return None
         lcs_ratio: float | None = None
         if is_dup and cfg.verify == "lcs" and text is not None and row.text is not None:
             lcs = longest_common_substring(text, row.text)
@@ -799,6 +843,7 @@ class NewsStream:
             round(jaccard, 6),
             round(contain, 6),
             None if lcs_ratio is None else round(lcs_ratio, 6),
+            round(cover, 6),
         )
 
     # --- queries --------------------------------------------------------------------------
