@@ -24,9 +24,9 @@ from neardup.errors import (
     NotFoundError,
     SchemeMismatchError,
 )
+from neardup.index.lsh import LSHIndexConfig
 from neardup.records import Article
 from neardup.similarity import containment, jaccard
-from neardup.index.lsh import LSHIndexConfig
 from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import shingle_hashes
 from neardup.sketch.simhash import SimHashConfig, sign_simhash
@@ -402,6 +402,49 @@ def _alternate(url: str, cfg: StreamConfig, docs: list[dict[str, Any]], want: An
         w._catch_up()
         assert w.consistency_errors() == []
         w.close()
+
+
+def test_direction_of_containment_decides(
+    reuters_docs: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """On real Reuters text: a copy with site boilerplate is a duplicate; a short excerpt of
+    a stored article, and a round-up holding it plus as much other text, are similar (the
+    same story, not the same article); the evidence carries both directions."""
+    long_docs = [d["text"] for d in reuters_docs if len(d["text"].split()) > 300][:8]
+    base, others = long_docs[0], long_docs[1:]
+    words = base.split()
+    # A round-up: the article plus at least twice as much text from other stories.
+    added: list[str] = []
+    while sum(len(t.split()) for t in added) < 2 * len(words):
+        added.append(others[len(added)])
+    cases = {
+        "boilerplate": base + "\n\nCopyright Example News. All rights reserved. Subscribe.",
+        "excerpt": " ".join(words[: len(words) // 4]),
+        "roundup": "\n\n".join([base, *added]),
+    }
+    for name, text in cases.items():
+        with NewsIndex(str(tmp_path / f"{name}.db"), StreamConfig(events=NO_EVENTS)) as news:
+            news.ingest({"id": "orig", "text": base, "date": "2020-01-01T00:00:00Z"})
+            d = news.ingest({"id": name, "text": text, "date": "2020-01-02T00:00:00Z"})
+        a = shingle_hashes(text, StreamConfig().shingles)
+        b = shingle_hashes(base, StreamConfig().shingles)
+        match = next(m for m in d.matches if m.id == "orig")
+        assert match.containment == pytest.approx(containment(a, b), abs=1e-6)
+        assert match.coverage == pytest.approx(containment(b, a), abs=1e-6)
+        want = "duplicate" if name == "boilerplate" else "similar"
+        assert (d.status, match.verdict) == (want, want), (name, match)
+
+
+def test_candidates_auto_resolves() -> None:
+    assert StreamConfig().candidates == "simhash+lsh"
+    assert StreamConfig(verify="none").candidates == "simhash"  # seed 003 mode
+    assert StreamConfig(verify="lcs").candidates == "simhash+lsh"
+    assert StreamConfig(candidates="simhash").candidates == "simhash"
+    assert StreamConfig() == StreamConfig(candidates="simhash+lsh")
+    with pytest.raises(ValueError):
+        StreamConfig(similar_min_overlap=1.5)
+    with pytest.raises(ValueError):
+        StreamConfig(duplicate_min_shared=-1)
 
 
 def test_config_validation_and_scheme_guard(tmp_path: Path) -> None:

@@ -4,8 +4,10 @@ Pipeline (seed 002's "sketch -> Jaccard -> LCS", made parallel and streaming):
 
 1. **Sign** (pass 1 over the input): the driver streams the documents in partitions of
    ``partition_size``; each partition is signed by a worker
-   (:func:`neardup.batch.tasks.sign_partition`); the driver keeps only ids, dates, lengths
-   and the signatures (saved to the work directory, so an interrupted run resumes there).
+   (:func:`neardup.batch.tasks.sign_partition`), which also computes its bucket keys; the
+   driver keeps only ids, dates, lengths and positions, and saves the keys (and the
+   signature values when a later stage needs them) to the work directory, so an
+   interrupted run resumes there.
 2. **Shuffle**: every document's bucket keys (:mod:`neardup.batch.banding`) are routed to a
    shard by key; each shard is grouped by key on a worker and yields candidate pairs.
 3. **Verify** (pass 2): the input is streamed again; only documents that are in some
@@ -21,9 +23,9 @@ the single-process path.
 
 Memory (driver): ids, dates, lengths and positions (~150 bytes/document), the bucket keys
 (``bands * 12`` bytes/document: 300 bytes at the default 25 bands) and the candidate pairs;
-signatures are memory-mapped from the work directory; texts are never held beyond the
-partitions in flight.  Measured peak per million
-documents: see ``docs/batch.md``.
+signature values, when needed at all, are memory-mapped from the work directory; texts are
+never held beyond the partitions in flight.  Measured peak per million documents: see
+``docs/batch.md``.
 """
 
 from __future__ import annotations
@@ -393,6 +395,7 @@ def _sign_stage(
     summary: DedupSummary,
     progress: bool,
     shuffle: _KeyShards,
+    keep_values: bool,
 ) -> tuple[_Meta, list[SignedPartition]]:
     meta = _Meta()
     parts: list[SignedPartition] = []
@@ -413,21 +416,24 @@ def _sign_stage(
                 summary.resumed_partitions += 1
                 yield (_resume_signed, p, len(batch))
             else:
-                yield (_sign_task, p, [rec.article.text for _, rec in batch], config)
+                texts = [rec.article.text for _, rec in batch]
+                yield (_sign_task, p, texts, config, keep_values)
 
     for p, result in enumerate(runner.imap(_call, tasks())):
         if isinstance(result, int):  # resumed: load from the work directory
-            part = SignedPartition(work.load("sig", p, "values"), work.load("sig", p, "lengths"))
-            if part.values.shape[0] != result:
+            keys = work.load("sig", p, "keys")
+            lengths = work.load("sig", p, "lengths")
+            if lengths.shape[0] != result:
                 raise StoreError(f"work directory partition {p} does not match the input")
         else:
-            part = result
-            work.save("sig", p, {"values": part.values, "lengths": part.lengths})
-        shuffle.add(part, meta.part_starts[p])
-        # Keep only the small lengths in memory; the values are read back (memory-mapped)
-        # for the few documents that end up in candidate pairs.
-        parts.append(SignedPartition(work.load("sig", p, "values", mmap=True), part.lengths))
-        bar.update(part.values.shape[0])
+            keys, part = result
+            lengths = part.lengths
+            work.save("sig", p, {"keys": keys, "values": part.values, "lengths": lengths})
+        shuffle.add(keys, meta.part_starts[p])
+        # Keep only the small lengths in memory; the values (when needed at all) are read
+        # back memory-mapped for the few documents that end up in candidate pairs.
+        parts.append(SignedPartition(work.load("sig", p, "values", mmap=True), lengths))
+        bar.update(int(lengths.shape[0]))
     bar.close()
     meta.part_starts.append(len(meta.ids))
     return meta, parts
@@ -441,8 +447,23 @@ def _resume_signed(part: int, count: int) -> int:
     return count
 
 
-def _sign_task(part: int, texts: list[str], config: DedupConfig) -> SignedPartition:
-    return sign_partition(texts, config)
+def _sign_task(
+    part: int, texts: list[str], config: DedupConfig, keep_values: bool
+) -> tuple[U64, SignedPartition]:
+    """Sign a partition and compute its bucket keys on the worker; the signature values
+    travel back only when a later stage needs them (they are 1 KB a document for MinHash)."""
+    signed = sign_partition(texts, config)
+    keys = partition_keys(signed, config)
+    if not keep_values:
+        empty = np.empty((signed.values.shape[0], 0), dtype=np.uint64)
+        signed = SignedPartition(empty, signed.lengths)
+    return keys, signed
+
+
+def _needs_values(config: DedupConfig, mode: str) -> bool:
+    """Whether signature values are needed after the shuffle: for the estimate in pairs
+    output, for ``verify="none"`` and for SimHash's distance filter."""
+    return mode == "pairs" or config.verify == "none" or config.method == "simhash"
 
 
 class _KeyShards:
@@ -455,8 +476,7 @@ class _KeyShards:
         self.keys: list[list[U64]] = [[] for _ in range(shards)]
         self.docs: list[list[npt.NDArray[np.int32]]] = [[] for _ in range(shards)]
 
-    def add(self, part: SignedPartition, start: int) -> None:
-        keys = partition_keys(part, self.config)
+    def add(self, keys: U64, start: int) -> None:
         n, per_doc = keys.shape
         docs = np.repeat(np.arange(start, start + n, dtype=np.int64), per_doc)
         flat = keys.reshape(-1)
@@ -573,9 +593,8 @@ def _verify_stage(
     progress: bool,
 ) -> PairScores:
     starts = np.asarray(meta.part_starts, dtype=np.int64)
-    # The signature estimate is needed for pairs output, for --verify none and for SimHash's
-    # distance filter; otherwise signatures are not read back at all (memory, I/O).
-    need_values = mode == "pairs" or config.verify == "none" or config.method == "simhash"
+    # Signatures are read back only when a score needs them (memory, I/O).
+    need_values = _needs_values(config, mode)
     width = (parts[0].values.shape[1] if parts else 1) if need_values else 0
     with_payload = work is not None
     with_tokens = config.verify == "lcs"
@@ -769,7 +788,9 @@ def run(
 
     t0 = time.perf_counter()
     shuffle = _KeyShards(cfg, max(1, runner.workers * 2))
-    meta, parts = _sign_stage(corpus, cfg, runner, work, stats, summary, progress, shuffle)
+    meta, parts = _sign_stage(
+        corpus, cfg, runner, work, stats, summary, progress, shuffle, _needs_values(cfg, mode)
+    )
     summary.stage_seconds["sign"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

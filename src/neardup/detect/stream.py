@@ -2,16 +2,17 @@
 
 Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's thresholds):
 
-1. **Sign**: a 64-bit SimHash (:func:`neardup.sketch.simhash.sign_simhash`) and the exact set
-   of word 4-shingles (:func:`neardup.sketch.shingleset.sign_shingles`).
+1. **Sign**: a 64-bit SimHash (:func:`neardup.sketch.simhash.sign_simhash`), the exact set
+   of word 4-shingles (:func:`neardup.sketch.shingleset.sign_shingles`) and, with LSH
+   candidates, a MinHash of that set (:func:`neardup.sketch.minhash.minhash_values`).
 2. **Candidates**: every stored canonical article whose SimHash is within
    ``similar_max_distance`` bits (exact block-split :class:`~neardup.index.hamming.HammingIndex`),
    optionally restricted to articles dated within ``window_seconds`` of the new one; with
    ``candidates="simhash+lsh"`` (the default whenever candidates are verified) also the
    MinHash LSH candidates (:class:`~neardup.index.lsh.LSHIndex`, ``lsh_num_perm`` = 32
    permutations of the same shingle set, bands tuned for ``lsh_threshold`` = 0.2).  On the
-   Reuters perturbation benchmark SimHash within 7 bits reaches 70 % of the duplicate pairs,
-   SimHash + LSH 98 % (``benchmarks/bench_stream_rule.py``, docs/stream.md).
+   Reuters perturbation benchmark SimHash within 7 bits reaches about 70 % of the duplicate
+   pairs, SimHash + LSH 98 % (``benchmarks/bench_stream_rule.py``, docs/stream.md).
 3. **Verify** (``verify="shingles"``, default): exact Jaccard and *directed* containment of the
    shingle sets: ``containment`` = the share of the new article's shingles found in the stored
    one, ``coverage`` = the share of the stored article's shingles found in the new one.  A
