@@ -30,6 +30,8 @@ from neardup.evaluation.stream_quality import (
     what_if,
 )
 from neardup.evaluation.synth import LABEL_RULES, SynthConfig, synthesize
+from neardup.index.lsh import LSHIndexConfig
+from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import sign_shingles
 from neardup.sketch.simhash import sign_simhash
 
@@ -47,18 +49,35 @@ def streamed(bench: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _brute_verdict(a: str, b: str, texts: dict[str, str], cfg: StreamConfig) -> str:
-    """The stream's rule recomputed from scratch: popcount distance, Python-set Jaccard."""
+    """The stream's rule recomputed from scratch for stored ``a`` and new ``b``: popcount
+    distance or brute-force LSH banding for the candidate, Python sets for the verdict."""
     fa = int(sign_simhash(texts[a], cfg.simhash).values[0])
     fb = int(sign_simhash(texts[b], cfg.simhash).values[0])
-    distance = bin(fa ^ fb).count("1")
-    if distance > cfg.similar_max_distance:
+    ha = sign_shingles(texts[a], cfg.shingles).values
+    hb = sign_shingles(texts[b], cfg.shingles).values
+    candidate = bin(fa ^ fb).count("1") <= cfg.similar_max_distance
+    if not candidate and cfg.candidates == "simhash+lsh":
+        bands, rows = LSHIndexConfig(
+            num_perm=cfg.lsh_num_perm, threshold=cfg.lsh_threshold
+        ).band_layout
+        ma = minhash_values(ha, cfg.lsh_num_perm).tolist()
+        mb = minhash_values(hb, cfg.lsh_num_perm).tolist()
+        candidate = any(
+            ma[i * rows : (i + 1) * rows] == mb[i * rows : (i + 1) * rows] for i in range(bands)
+        )
+    if not candidate:
         return "none"
-    sa = set(sign_shingles(texts[a], cfg.shingles).values.tolist())
-    sb = set(sign_shingles(texts[b], cfg.shingles).values.tolist())
-    jaccard = len(sa & sb) / len(sa | sb)
-    containment = len(sa & sb) / min(len(sa), len(sb))
-    dup = jaccard >= cfg.duplicate_min_jaccard or containment >= cfg.duplicate_min_containment
-    return "duplicate" if dup else "similar"
+    sa, sb = set(ha.tolist()), set(hb.tolist())
+    shared = len(sa & sb)
+    jaccard = shared / len(sa | sb)
+    new_in_stored, stored_in_new = shared / len(sb), shared / len(sa)
+    if jaccard >= cfg.duplicate_min_jaccard or (
+        new_in_stored >= cfg.duplicate_min_containment
+        and stored_in_new >= cfg.duplicate_min_coverage
+        and shared >= cfg.duplicate_min_shared
+    ):
+        return "duplicate"
+    return "similar" if max(new_in_stored, stored_in_new) >= cfg.similar_min_overlap else "none"
 
 
 def test_stream_order_is_originals_then_copies_by_date(bench: Any) -> None:
@@ -85,7 +104,7 @@ def test_verdicts_and_per_edit_counts_match_a_brute_force_recount(
     texts = {d["id"]: d["text"] for d in bench.docs}
     ids = [d["id"] for d in order]
     verdicts = pair_verdicts(bench.pairs, decisions, {i: k for k, i in enumerate(ids)})
-    brute: dict[tuple[str, str, str], int] = {}
+    brute: dict[tuple[str, str, str, str], int] = {}
     for rule in LABEL_RULES:
         for p, got in zip(bench.pairs, verdicts, strict=True):
             a, b = p["id1"], p["id2"]
@@ -143,27 +162,66 @@ def test_rates_on_a_hand_made_table() -> None:
     assert empty["duplicate_precision"] is None and empty["similar_recall"] is None
 
 
-def test_threshold_curves_agree_with_the_stream_rule(bench: Any) -> None:
+def test_offline_evidence_verdicts_and_curves_match_a_brute_force_rule(bench: Any) -> None:
     cfg = StreamConfig()
     texts = {d["id"]: d["text"] for d in bench.docs}
     ev = pair_evidence(bench.pairs, texts, cfg)
+    # The offline rule (id2 taken as the new article) against the from-scratch recount.
+    offline = ev.verdicts(cfg).tolist()
+    for p, got in zip(bench.pairs, offline, strict=True):
+        assert got == _brute_verdict(p["id1"], p["id2"], texts, cfg), p
+    simhash_only = StreamConfig(candidates="simhash")
+    for p, got in zip(bench.pairs, ev.verdicts(simhash_only).tolist(), strict=True):
+        assert got == _brute_verdict(p["id1"], p["id2"], texts, simhash_only), p
+    assert offline.count("duplicate") >= 20 and ev.lsh.any()
+    # Orientation: swapping stored and new swaps containment and coverage, nothing else.
+    swapped = [{**p, "id1": p["id2"], "id2": p["id1"]} for p in bench.pairs]
+    flipped = pair_evidence(swapped, texts, cfg)
+    assert flipped.jaccard.tolist() == ev.jaccard.tolist()
+    assert flipped.containment.tolist() == ev.coverage.tolist()
+    assert flipped.coverage.tolist() == ev.containment.tolist()
+    assert (ev.smaller_containment >= ev.jaccard).all()
+    # The ingest position decides which of a pair is the new article.
+    p0 = bench.pairs[1]
+    moved = pair_evidence([p0], texts, cfg, {p0["id1"]: 1, p0["id2"]: 0})
+    assert (moved.containment[0], moved.coverage[0]) == (ev.coverage[1], ev.containment[1])
     gold = {r: [p["labels"][r] for p in bench.pairs] for r in LABEL_RULES}
     curves = threshold_curves(ev, gold, cfg)
     wi = what_if(ev, gold, cfg)
-    position = {p["id1"]: 0 for p in bench.pairs}  # orientation only matters for directed
-    assert pair_evidence(bench.pairs, texts, cfg, position).jaccard.tolist() == ev.jaccard.tolist()
-    assert (ev.containment >= ev.jaccard).all()
-    assert (ev.containment >= ev.contained_new - 1e-12).all()
-    at = curves["grid"].index(cfg.duplicate_min_jaccard)
+    grid = curves["grid"]
     for rule in LABEL_RULES:
         c = curves["rules"][rule]
-        assert c["jaccard"][at] == c["default"]
+        assert c["jaccard"][grid.index(cfg.duplicate_min_jaccard)] == c["default"]
+        assert c["containment"][grid.index(cfg.duplicate_min_containment)] == c["default"]
+        assert c["coverage"][grid.index(cfg.duplicate_min_coverage)] == c["default"]
+        assert c["shared"][curves["shared"].index(cfg.duplicate_min_shared)] == c["default"]
         assert c["raw_distance"][cfg.duplicate_max_distance] == c["raw_default"]
-        assert wi["stream rule, SimHash candidates (default)"][rule] == c["default"]
+        assert wi["stream rule, SimHash + LSH candidates (defaults)"][rule] == c["default"]
+        # More candidates can only add duplicates.
+        assert c["simhash_default"]["recall"] <= c["default"]["recall"]
+        assert c["default"]["recall"] <= c["ungated_default"]["recall"]
         assert c["raw_distance"][-1]["recall"] >= c["raw_distance"][0]["recall"]
-        # Recall can only fall as the Jaccard threshold rises.
-        recalls = [x["recall"] for x in c["jaccard"]]
-        assert all(x >= y for x, y in itertools.pairwise(recalls))
+        # Recall can only fall as a threshold rises.
+        for key in ("jaccard", "containment", "coverage", "shared"):
+            recalls = [x["recall"] for x in c[key]]
+            assert all(x >= y for x, y in itertools.pairwise(recalls)), key
+
+
+def test_offline_verdicts_of_the_raw_rule_and_errors(bench: Any) -> None:
+    texts = {d["id"]: d["text"] for d in bench.docs}
+    raw = StreamConfig(verify="none")
+    ev = pair_evidence(bench.pairs, texts, raw)
+    got = ev.verdicts(raw).tolist()
+    for p, v in zip(bench.pairs, got, strict=True):
+        fa = int(sign_simhash(texts[p["id1"]], raw.simhash).values[0])
+        fb = int(sign_simhash(texts[p["id2"]], raw.simhash).values[0])
+        d = bin(fa ^ fb).count("1")
+        want = "duplicate" if d <= 3 else "similar" if d <= 7 else "none"
+        assert v == want
+    with pytest.raises(ConfigError):
+        ev.verdicts(StreamConfig(verify="lcs"))
+    with pytest.raises(ConfigError):
+        ev.candidate(raw, "everything")
 
 
 def _write_gz(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -181,6 +239,14 @@ def _story(n: int) -> str:
     )
 
 
+def _other_story() -> str:
+    return " ".join(
+        f"The council of town {k} voted on the harbour plan after residents of district {k} "
+        "complained about noise, traffic and the cost of the new bridge."
+        for k in range(6)
+    )
+
+
 def test_exact_groups_found_including_a_takeover(tmp_path: Path) -> None:
     docs = [
         {"id": "a", "text": _story(1), "date": "2020-01-01T10:00:00Z"},
@@ -189,7 +255,9 @@ def test_exact_groups_found_including_a_takeover(tmp_path: Path) -> None:
         # An exact copy of c dated earlier but ingested later: it takes over as original.
         {"id": "d", "text": _story(2), "date": "2020-01-01T09:00:00Z"},
         {"id": "e", "text": "", "date": "2020-01-03T10:00:00Z"},
-        {"id": "f", "text": _story(3), "date": "2020-01-03T11:00:00Z"},
+        # A different story (not the template of a-d, whose copies with other numbers are
+        # duplicates under the stream's rule, as under the editorial label rule).
+        {"id": "f", "text": _other_story(), "date": "2020-01-03T11:00:00Z"},
     ]
     corpus = _write_gz(tmp_path / "docs.jsonl.gz", docs)
     groups = _write_gz(tmp_path / "groups.jsonl.gz", [{"ids": ["a", "b"]}, {"ids": ["c", "d"]}])
@@ -213,14 +281,19 @@ def test_stream_quality_end_to_end_writes_plot_and_markdown(tmp_path: Path) -> N
     reuters = data_path("reuters21578", "docs.jsonl.gz")
     r = stream_quality(reuters, tmp_path, StreamQualityConfig(max_originals=15, seed=1))
     assert (tmp_path / "stream_thresholds.png").stat().st_size > 10_000
-    assert set(r["variants"]) == {"default", "simhash+lsh"}
-    assert r["offline_agreement"]["agree"] == r["pairs"]
+    assert set(r["variants"]) == {"default", "candidates=simhash", "verify=none"}
+    assert r["variants"]["default"]["stream_config"]["candidates"] == "simhash+lsh"
+    for name, agreement in r["offline_agreement"]["by_variant"].items():
+        assert agreement["agree"] == r["pairs"], (name, agreement["disagreements"])
     for v in r["variants"].values():
         for rule in LABEL_RULES:
             total = sum(sum(row.values()) for row in v["counts"][rule]["all"].values())
             assert total == r["pairs"]
     text = "\n".join(render_markdown(r))
     assert "## 6. Stream decisions" in text and "img/stream_thresholds.png" in text
+    # The rule sentence is generated from the default configuration.
+    assert "plus MinHash LSH (32 permutations, bands for threshold 0.2" in text
+    assert "coverage (share of the stored article's shingles in the new one) >= 0.5" in text
     json.dumps(r)  # JSON-able as the report stores it
 
 
@@ -252,7 +325,11 @@ def test_cli_eval_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     )  # fmt: skip
     assert code == 0
     result = json.loads(out)
-    assert result["pairs"] > 0 and set(result["variants"]) == {"default", "simhash+lsh"}
+    assert result["pairs"] > 0 and set(result["variants"]) == {
+        "default",
+        "candidates=simhash",
+        "verify=none",
+    }
     assert (tmp_path / "stream_thresholds.png").exists()
     code, _, err = run("eval", "stream", "--data", str(tmp_path / "missing"))
     assert code == 65 and "Reuters data not found" in err
