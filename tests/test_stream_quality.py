@@ -297,6 +297,21 @@ def test_stream_quality_end_to_end_writes_plot_and_markdown(tmp_path: Path) -> N
     json.dumps(r)  # JSON-able as the report stores it
 
 
+def test_rule_descriptions_follow_the_configuration() -> None:
+    from neardup.evaluation.stream_quality import _stream_config_dict, describe_rule
+
+    text = describe_rule(_stream_config_dict(StreamConfig(duplicate_min_coverage=0.3)))
+    assert "MinHash LSH" in text and ">= 0.3 and at least 20 shingles" in text
+    assert "MinHash LSH" not in describe_rule(
+        _stream_config_dict(StreamConfig(candidates="simhash"))
+    )
+    assert "common substring of >= 0.5" in describe_rule(
+        _stream_config_dict(StreamConfig(verify="lcs"))
+    )
+    raw = describe_rule(_stream_config_dict(StreamConfig(verify="none")))
+    assert "duplicate when d <= 3, similar up to d <= 7" in raw and "LSH" not in raw
+
+
 def test_config_errors() -> None:
     with pytest.raises(ConfigError):
         StreamQualityConfig(max_originals=1)

@@ -15,9 +15,10 @@ writes ``docs/evaluation.md``, plots in ``docs/img/eval_*.png`` and all figures 
 4. MSRP: AUC and best F1 on human paraphrase labels (where textual methods stop).
 5. PAN13 at document level: AUC of reuse vs no-plagiarism pairs per obfuscation type.
 6. Stream decisions (:mod:`neardup.evaluation.stream_quality`): ``NewsIndex`` with its
-   defaults (and ``candidates="simhash+lsh"``) on the perturbation benchmark, precision and
-   recall of ``duplicate``/``similar`` per edit type, threshold curves, what-if rules, and
-   the Reuters derived exact-duplicate groups through the stream.
+   defaults (SimHash + MinHash LSH candidates, directed containment/coverage rule), beside
+   ``candidates="simhash"`` and seed 003's ``verify="none"``, on the perturbation benchmark:
+   precision and recall of ``duplicate``/``similar`` per edit type, threshold curves, what-if
+   rules, and the Reuters derived exact-duplicate groups through the stream.
 7. PAN13 passage alignment (:func:`neardup.evaluation.alignment.evaluate_alignment`, owned
    by the origin module; a failure there is reported as a gap).
 

@@ -522,8 +522,15 @@ def threshold_curves(
     return out
 
 
-def _best(points: Sequence[Mapping[str, float]], xs: Sequence[float]) -> dict[str, float]:
-    i = int(np.argmax([p["f1"] for p in points]))
+def _best(
+    points: Sequence[Mapping[str, float]], xs: Sequence[float], default: float
+) -> dict[str, float]:
+    """The threshold of highest F1; the default when it ties for the highest (so a
+    threshold without effect is not reported as a better one), else the first."""
+    f1 = [p["f1"] for p in points]
+    i = int(np.argmax(f1))
+    if default in xs and f1[list(xs).index(default)] == f1[i]:
+        i = list(xs).index(default)
     return {"threshold": float(xs[i]), **points[i]}
 
 
@@ -803,11 +810,13 @@ def stream_quality(
     curves = threshold_curves(evidence, gold, scfg)
     best = {
         rule: {
-            "raw_distance": _best(c["raw_distance"], curves["distance"]),
-            "containment": _best(c["containment"], curves["grid"]),
-            "coverage": _best(c["coverage"], curves["grid"]),
-            "jaccard": _best(c["jaccard"], curves["grid"]),
-            "shared": _best(c["shared"], curves["shared"]),
+            "raw_distance": _best(
+                c["raw_distance"], curves["distance"], scfg.duplicate_max_distance
+            ),
+            "containment": _best(c["containment"], curves["grid"], scfg.duplicate_min_containment),
+            "coverage": _best(c["coverage"], curves["grid"], scfg.duplicate_min_coverage),
+            "jaccard": _best(c["jaccard"], curves["grid"], scfg.duplicate_min_jaccard),
+            "shared": _best(c["shared"], curves["shared"], scfg.duplicate_min_shared),
             "default": c["default"],
             "simhash_default": c["simhash_default"],
             "ungated_default": c["ungated_default"],
@@ -1180,6 +1189,12 @@ def _render_reading(r: Mapping[str, Any], add: Any) -> None:
         f"({best['shared']['f1']:.3f}, default {sc['duplicate_min_shared']}).  Every pair a "
         f"candidate would give F1 {best['ungated_default']['f1']:.3f}; seed 003's raw rule "
         f"(d <= {sc['duplicate_max_distance']}) {best['raw_default']['f1']:.3f}."
+        + (
+            "  Dropping the shared-shingle minimum changes nothing on these pairs (it guards "
+            "short notices of different companies in real Reuters: docs/stream.md)."
+            if r["curves"]["rules"][rule]["shared"][0] == best["default"]
+            else ""
+        )
     )
     wi = r.get("what_if", {})
     prev = [k for k in wi if k.startswith("previous rule") and "previous defaults" in k]
