@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-DATA_DIR = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA_DIR = Path(
+    os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
+)
 
 
 def data_path(*parts: str) -> Path:

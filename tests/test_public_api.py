@@ -17,6 +17,7 @@ def test_every_public_name_resolves(name: str) -> None:
 
 def test_all_is_sorted_and_unknown_names_raise() -> None:
     assert neardup.__all__ == sorted(neardup.__all__)
+    assert set(neardup.__all__) == {*neardup._EXPORTS, "__version__"}
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = neardup.nope  # type: ignore[attr-defined]
 
@@ -25,7 +26,8 @@ def test_import_is_light() -> None:
     """Importing the package must not pull in numba, the store or Dask."""
     code = (
         "import sys, neardup; "
-        "heavy = [m for m in ('numba', 'dask', 'fastapi', 'sqlite3', 'psycopg') if m in sys.modules]; "
+        "mods = ('numba', 'dask', 'fastapi', 'sqlite3', 'psycopg'); "
+        "heavy = [m for m in mods if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

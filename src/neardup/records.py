@@ -82,7 +82,9 @@ class Article:
             raise InputError(f"article is missing its {f.id!r} field")
         raw_id = data[f.id]
         if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
-            raise InputTypeError(f"{f.id!r} must be a string or integer, got {type(raw_id).__name__}")
+            raise InputTypeError(
+                f"{f.id!r} must be a string or integer, got {type(raw_id).__name__}"
+            )
         article_id = str(raw_id)
         if f.text not in data or data[f.text] is None:
             raise InputError(f"article {article_id!r} is missing its {f.text!r} field")

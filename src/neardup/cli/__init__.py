@@ -29,7 +29,6 @@ COMMANDS: dict[str, str] = {
     "dedup": "neardup.cli.dedup:dedup_command",
     "pairs": "neardup.cli.dedup:pairs_command",
     "origin": "neardup.cli.origin:origin",
-
 }
 
 
