@@ -22,11 +22,8 @@ Writes benchmarks/results/hamming.json.  Bounded: about 2 minutes at 10 M on a l
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
-import json
 import multiprocessing
-import platform
 import resource
 import time
 from collections.abc import Callable
@@ -35,41 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from _common import RESULTS, machine, save
 from neardup.index import HammingIndex
 
-RESULTS = Path(__file__).resolve().parent / "results"
 U64 = np.uint64
-
-
-def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info: dict[str, Any] = {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
-    try:
-        import numba
-
-        info["numba"] = numba.__version__
-    except ImportError:
-        pass
-    try:
-        import faiss
-
-        info["faiss"] = faiss.__version__
-    except ImportError:
-        pass
-    return info
 
 
 def rss_bytes() -> int:
@@ -335,7 +301,7 @@ def main() -> None:
                 f"{ratio_cpu:.1f}x (CPU median)"
             )
     result = {
-        "machine": machine(),
+        "machine": machine(("neardup", "numpy", "numba", "faiss-cpu")),
         "n": args.n,
         "queries": args.queries,
         "checked_by_brute_force": args.check,
@@ -345,8 +311,7 @@ def main() -> None:
         "faiss": faiss_run,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    save(args.out, result)
     print(f"wrote {args.out}")
 
 

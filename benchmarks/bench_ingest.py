@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import gzip
 import json
-import platform
 import resource
 import shutil
 import tempfile
@@ -46,40 +44,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import xxhash
 
+from _common import machine, read_reuters, save
 from neardup.detect.stream import Decision, NewsStream, StreamConfig
 from neardup.store import open_store
 
-RESULTS = Path(__file__).resolve().parent / "results"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reuters21578" / "docs.jsonl.gz"
 
-
-def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
+def machine_info() -> dict[str, Any]:
+    """The shared machine info plus the SQLite library version the store runs on."""
     import sqlite3
 
-    return {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "sqlite": sqlite3.sqlite_version,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
+    return {**machine(("neardup", "numpy", "xxhash", "simhash")), "sqlite": sqlite3.sqlite_version}
 
 
 def load_reuters() -> list[dict[str, Any]]:
-    with gzip.open(DATA, "rt", encoding="utf-8") as fh:
-        docs = [json.loads(line) for line in fh]
     return [
         {"id": d["id"], "text": d["text"], "date": d["date"], "title": d.get("title")}
-        for d in docs
+        for d in read_reuters()
         if d["text"].strip()
     ]
 
@@ -242,7 +224,11 @@ def main() -> None:
     ap.add_argument("--skip-main", action="store_true")
     args = ap.parse_args()
     docs = load_reuters()
-    out: dict[str, Any] = {"machine": machine(), "reuters_articles": len(docs), "args": vars(args)}
+    out: dict[str, Any] = {
+        "machine": machine_info(),
+        "reuters_articles": len(docs),
+        "args": vars(args),
+    }
     workdir = Path(tempfile.mkdtemp(prefix="nd-bench-ingest-"))
     try:
         default = StreamConfig()
@@ -297,9 +283,7 @@ def main() -> None:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     out["peak_rss_mb_process"] = round(peak_rss_mb(), 1)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "ingest.json").write_text(json.dumps(out, indent=2) + "\n")
-    print("wrote", RESULTS / "ingest.json")
+    print("wrote", save("ingest", out))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from _h2_common import load_texts, save
+from _common import load_texts, save
 from neardup.cli.demo import edit_text
 from neardup.similarity import longest_common_substring
 from neardup.text import tokenize
@@ -89,7 +89,7 @@ def main() -> None:
             },
         }
         print(name, results[name])
-    print("wrote", save("lcs", results))
+    print("wrote", save("lcs", results, libraries=("neardup", "numpy", "numba", "pydivsufsort")))
 
 
 if __name__ == "__main__":

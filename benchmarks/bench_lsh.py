@@ -26,11 +26,7 @@ library: a library that would exceed it is run at the n it reached (stated in th
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime
-import json
 import multiprocessing
-import platform
 import resource
 import time
 from collections.abc import Callable, Iterator
@@ -39,33 +35,10 @@ from typing import Any
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from _common import RESULTS, machine, save
+
 SCHEME = "minhash/bench"
 CHUNK = 10_000
-
-
-def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info: dict[str, Any] = {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
-    from importlib.metadata import PackageNotFoundError, version
-
-    for pkg in ("numba", "datasketch", "rensa"):
-        with contextlib.suppress(PackageNotFoundError):
-            info[pkg] = version(pkg)
-    return info
 
 
 def rss_bytes() -> int:
@@ -341,7 +314,7 @@ def main() -> None:
             f"{bulk['array_bytes_per_doc']:.0f} B/doc arrays"
         )
     result = {
-        "machine": machine(),
+        "machine": machine(("neardup", "numpy", "numba", "datasketch", "rensa")),
         "n": args.n,
         "queries": args.queries,
         "num_perm": args.num_perm,
@@ -353,8 +326,7 @@ def main() -> None:
         "neardup_bulk": bulk,
         "data_bytes_in_parent": int(sigs.nbytes + qs.nbytes),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    save(args.out, result)
     print(f"wrote {args.out}")
 
 

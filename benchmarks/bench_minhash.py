@@ -17,51 +17,24 @@ Writes benchmarks/results/minhash.json.  Bounded: about a minute on one core.
 from __future__ import annotations
 
 import argparse
-import datetime
-import gzip
-import json
-import os
-import platform
 import random
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from _common import machine, read_reuters, save
 from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import ShingleSetConfig, shingle_hashes
-
-DATA = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
 
 
 def load_docs(limit: int) -> list[dict[str, Any]]:
     out = []
-    with gzip.open(DATA / "reuters21578" / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            out.append(json.loads(line))
-            if len(out) >= limit:
-                break
+    for row in read_reuters():
+        out.append(row)
+        if len(out) >= limit:
+            break
     return out
 
 
@@ -166,9 +139,7 @@ def main() -> None:
         b = shingle_hashes(edit(docs[i]["text"], rate, rng), cfg)
         if sets[i].shape[0] and b.shape[0]:
             edited.append((sets[i], b, jaccard(sets[i], b)))
-    groups = []
-    with gzip.open(DATA / "reuters21578" / "labels_derived_exact_dups.jsonl.gz", "rt") as fh:
-        groups = [json.loads(line)["ids"] for line in fh]
+    groups = [row["ids"] for row in read_reuters("labels_derived_exact_dups.jsonl.gz")]
     index = {d["id"]: n for n, d in enumerate(docs)}
     dups = [
         (sets[index[g[0]]], sets[index[g[1]]], jaccard(sets[index[g[0]]], sets[index[g[1]]]))
@@ -178,7 +149,7 @@ def main() -> None:
     pairs = natural + edited
     print(f"{len(docs)} docs; {len(natural)} natural pairs, {len(edited)} edited, {len(dups)} dups")
     results: dict[str, Any] = {
-        "machine": machine(),
+        "machine": machine(("neardup", "numpy", "numba", "xxhash")),
         "docs": len(docs),
         "pair_counts": {"natural": len(natural), "edited": len(edited), "exact_dups": len(dups)},
         "accuracy": [],
@@ -205,9 +176,7 @@ def main() -> None:
             us = timing(sets[:2000], method, num_perm)
             results["us_per_signature_from_shingles"][f"{method}/{num_perm}"] = us
             print(f"{method:13s} k={num_perm:3d}: {us:8.1f} us per signature (from shingles)")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "minhash.json").write_text(json.dumps(results, indent=2))
-    print(f"wrote {RESULTS / 'minhash.json'}")
+    print(f"wrote {save('minhash', results)}")
 
 
 if __name__ == "__main__":

@@ -25,12 +25,8 @@ Writes benchmarks/results/origin.json.  Bounded: about 1-2 minutes on an idle co
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
-import gzip
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -39,35 +35,12 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 
+from _common import machine, read_reuters, save
 from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector, parse_memory
 from neardup.shingles import hash_forms, mix64
 from neardup.text import tokenize
-
-DATA = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": numba.__version__,
-        "load_average": os.getloadavg(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
 
 
 def rss_bytes() -> int:
@@ -153,11 +126,9 @@ def memory_run(
 
 def load() -> tuple[list[tuple[str, str]], list[Any]]:
     docs = []
-    with gzip.open(DATA / "reuters21578" / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            if row["text"]:
-                docs.append((row["id"], row["text"]))
+    for row in read_reuters():
+        if row["text"]:
+            docs.append((row["id"], row["text"]))
     hashes = [hash_forms(tokenize(t, TEXT_CONFIG).forms, 0) for _, t in docs]
     return docs, hashes
 
@@ -195,7 +166,7 @@ def main() -> None:
     OriginDetector(OriginConfig.reference()).process("w", docs[0][1])
 
     out: dict[str, Any] = {
-        "machine": machine(),
+        "machine": machine(("neardup", "numpy", "numba", "xxhash")),
         "stream": {"documents": len(docs), "tokens": n_tokens},
     }
 
@@ -256,8 +227,7 @@ def main() -> None:
     tracemalloc.stop()
     out["seen_id_bytes_per_document"] = per_doc
     print(f"tracking seen ids costs about {per_doc:.0f} bytes per document", flush=True)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "origin.json").write_text(json.dumps(out, indent=1))
+    print("wrote", save("origin", out, indent=1))
 
 
 if __name__ == "__main__":

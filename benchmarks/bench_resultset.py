@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from _h2_common import load_texts, save
+from _common import load_texts, save
 from neardup.cli.demo import plant_copies
 from neardup.detect.resultset import DEFAULT_K, ResultSetDeduper, reference_dedup
 from neardup.sketch import Signature, sign
@@ -120,7 +120,9 @@ def main() -> None:
     boiler = [[t + " " + BOILERPLATE for t in ranked] for ranked in boiler]
     results["worst_case_shared_boilerplate_100"] = measure(sign_all(boiler), 100, 3)
     print("100 items, shared boilerplate sentence:", results["worst_case_shared_boilerplate_100"])
-    print("wrote", save("resultset", results))
+    print(
+        "wrote", save("resultset", results, libraries=("neardup", "numpy", "xxhash", "PyStemmer"))
+    )
 
 
 if __name__ == "__main__":

@@ -28,11 +28,8 @@ Results: printed, and saved with the machine to benchmarks/results/service.json.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import gzip
 import json
 import os
-import platform
 import random
 import re
 import shutil
@@ -43,16 +40,15 @@ import sys
 import tempfile
 import threading
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psutil
 
+from _common import loadavg, machine, read_reuters, save
+
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("NEARDUP_DATA", ROOT.parent / "shared" / "data"))
-RESULTS = ROOT / "benchmarks" / "results" / "service.json"
 
 WRK_SCRIPT = r"""
 local bodies = {}
@@ -89,45 +85,22 @@ end
 """
 
 
-def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        found = re.search(r"model name\s*:\s*(.+)", text)
-        cpu = found.group(1).strip() if found else cpu
-    except OSError:
-        pass
-    versions = {}
-    for lib in ("fastapi", "starlette", "uvicorn", "pydantic", "httpx", "numpy", "numba"):
-        try:
-            versions[lib] = metadata.version(lib)
-        except metadata.PackageNotFoundError:
-            versions[lib] = None
+def machine_info() -> dict[str, Any]:
+    """The shared machine info plus the wrk version (the load generator)."""
     wrk = subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False)
     return {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        "python": platform.python_version(),
-        "libraries": versions,
+        **machine(("fastapi", "starlette", "uvicorn", "pydantic", "httpx", "numpy", "numba")),
         "wrk": (wrk.stdout or wrk.stderr).splitlines()[0] if (wrk.stdout or wrk.stderr) else None,
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
 
 
 def reuters(limit: int) -> list[dict[str, Any]]:
-    path = DATA / "reuters21578" / "docs.jsonl.gz"
-    if not path.exists():
-        sys.exit(f"bench_service: Reuters data not found at {path} (set NEARDUP_DATA)")
     out = []
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            d = json.loads(line)
-            if d["text"].strip():
-                out.append({k: d[k] for k in ("id", "text", "title", "date") if d.get(k)})
-                if len(out) >= limit:
-                    break
+    for d in read_reuters():
+        if d["text"].strip():
+            out.append({k: d[k] for k in ("id", "text", "title", "date") if d.get(k)})
+            if len(out) >= limit:
+                break
     return out
 
 
@@ -381,7 +354,7 @@ def main() -> None:
 
     docs = reuters(args.articles + 600)
     corpus, extra = docs[: args.articles], docs[args.articles :]
-    results: dict[str, Any] = {"machine": machine(), "workers": args.workers}
+    results: dict[str, Any] = {"machine": machine_info(), "workers": args.workers}
     with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmpdir:
         tmp = Path(tmpdir)
         server = Server(f"sqlite:///{tmp / 'bench.db'}", args.workers)
@@ -468,10 +441,8 @@ def main() -> None:
         "ingest_ge_500_per_s": results["ingest"]["batch_of_100"]["articles_per_s"] >= 500,
         "soak_zero_errors": results["soak"]["errors"] == 0,
     }
-    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(json.dumps(results["goals"]), f"saved {RESULTS}")
+    results["machine"]["load_average_at_end"] = loadavg()
+    print(json.dumps(results["goals"]), f"saved {save('service', results)}")
 
 
 if __name__ == "__main__":

@@ -17,26 +17,18 @@ Writes benchmarks/results/shingle_params.json.  About half a minute.
 from __future__ import annotations
 
 import argparse
-import datetime
-import gzip
-import json
-import os
-import platform
 import random
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from _common import machine, read_reuters, save
 from neardup.sketch.shingleset import (
     ShingleSetConfig,
     SpotSigsConfig,
     shingle_hashes,
     spotsig_hashes,
 )
-
-DATA = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def edit(text: str, rate: float, rng: random.Random) -> str:
@@ -66,13 +58,12 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=3000)
     args = parser.parse_args()
     texts = []
-    with gzip.open(DATA / "reuters21578" / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            t = json.loads(line)["text"]
-            if len(t) > 400:
-                texts.append(t)
-            if len(texts) >= args.docs:
-                break
+    for row in read_reuters():
+        t = row["text"]
+        if len(t) > 400:
+            texts.append(t)
+        if len(texts) >= args.docs:
+            break
     rng = random.Random(2008)
     sample = rng.sample(range(len(texts)), 300)
     copies = {rate: [edit(texts[i], rate, random.Random(i)) for i in sample] for rate in (0.1, 0.2)}
@@ -115,21 +106,14 @@ def main() -> None:
             f"{row['margin_0.1']:+.3f} | 20%: median {row['near_0.2_median']:.3f} margin "
             f"{row['margin_0.2']:+.3f} above-max {row['above_max_unrelated_0.2']:.2f}"
         )
-    RESULTS.mkdir(exist_ok=True)
     out = {
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        },
+        "machine": machine(("neardup", "numpy", "xxhash", "PyStemmer")),
         "docs": len(texts),
         "near_pairs_per_rate": len(sample),
         "unrelated_pairs": len(unrelated),
         "results": rows,
     }
-    (RESULTS / "shingle_params.json").write_text(json.dumps(out, indent=2))
-    print(f"wrote {RESULTS / 'shingle_params.json'}")
+    print(f"wrote {save('shingle_params', out)}")
 
 
 if __name__ == "__main__":

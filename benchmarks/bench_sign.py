@@ -24,58 +24,24 @@ Writes benchmarks/results/sign.json.  Bounded: about a minute.
 from __future__ import annotations
 
 import argparse
-import datetime
-import gzip
-import json
-import os
-import platform
 import re
 import time
 from collections.abc import Callable
-from importlib import metadata
-from pathlib import Path
-from typing import Any
 
 import datasketch
 import numpy as np
 import rensa
 
+from _common import machine, read_reuters, save
 from neardup.sketch import build_idf_table, sign
 from neardup.sketch.minhash import MinHashConfig
 from neardup.sketch.simhash import SimHashConfig
 from neardup.text import TextConfig, token_forms
 
-DATA = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-RESULTS = Path(__file__).resolve().parent / "results"
 WIDTH = 4
 NUM_PERM = 128
 _WORD = re.compile(r"\w+")
 _TEXT = TextConfig()
-
-
-def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    versions = {}
-    for pkg in ("numpy", "xxhash", "PyStemmer", "datasketch", "rensa", "neardup"):
-        try:
-            versions[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            versions[pkg] = None
-    return {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "versions": versions,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "note": "shared 2-core machine, other jobs running: figures are noisy; ratios in one run",
-    }
 
 
 def shingle_strings(tokens: list[str]) -> list[str]:
@@ -153,13 +119,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     texts: list[str] = []
-    with gzip.open(DATA / "reuters21578" / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            text = json.loads(line)["text"]
-            if text.strip():
-                texts.append(text)
-            if len(texts) >= args.docs:
-                break
+    for row in read_reuters():
+        text = row["text"]
+        if text.strip():
+            texts.append(text)
+        if len(texts) >= args.docs:
+            break
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     idf = build_idf_table(texts)
     contenders: dict[str, Callable[[str], object]] = {
@@ -212,9 +177,12 @@ def main() -> None:
             ratios[f"minhash {method} / {other}"] = ours / rows[other]["docs_per_s"]
     for key, value in ratios.items():
         print(f"ratio {key:75s} {value:6.2f}x")
-    RESULTS.mkdir(exist_ok=True)
     out = {
-        "machine": machine(),
+        "machine": {
+            **machine(("neardup", "numpy", "xxhash", "PyStemmer", "datasketch", "rensa")),
+            "note": "shared 2-core machine, other jobs running: figures are noisy; "
+            "ratios in one run",
+        },
         "docs": len(texts),
         "megabytes": megabytes,
         "default_minhash": default,
@@ -222,8 +190,7 @@ def main() -> None:
         "ratios": ratios,
         "numpy": np.__version__,
     }
-    (RESULTS / "sign.json").write_text(json.dumps(out, indent=2))
-    print(f"wrote {RESULTS / 'sign.json'}")
+    print(f"wrote {save('sign', out)}")
 
 
 MH_OPH: MinHashConfig

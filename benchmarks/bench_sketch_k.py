@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from _h2_common import load_texts, save
+from _common import load_texts, save
 from neardup.cli.demo import EDITS, edit_text, plant_copies
 from neardup.detect.resultset import ResultSetDeduper
 from neardup.similarity import bottomk_jaccard, jaccard
@@ -131,6 +131,7 @@ def main() -> None:
             },
             "rows": rows,
         },
+        libraries=("neardup", "numpy", "xxhash", "PyStemmer"),
     )
     print("wrote", path)
 

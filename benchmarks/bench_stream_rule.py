@@ -28,17 +28,13 @@ Writes benchmarks/results/stream_rule.json.
 
 from __future__ import annotations
 
-import datetime
-import gzip
 import json
-import platform
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from _common import machine, read_reuters, save
 from neardup.detect.stream import StreamConfig
 from neardup.evaluation.stream_quality import stream_order
 from neardup.evaluation.synth import SynthConfig, synthesize
@@ -47,23 +43,9 @@ from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import sign_shingles
 from neardup.sketch.simhash import sign_simhash
 
-RESULTS = Path(__file__).resolve().parent / "results"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reuters21578"
 LSH_OPTIONS = [(np_, t) for np_ in (32, 64, 128) for t in (0.2, 0.3, 0.4, 0.5)]
 GRID = [round(x, 2) for x in np.arange(0.1, 1.0001, 0.05)]
 SIM_GRID = [round(x, 2) for x in np.arange(0.05, 1.0001, 0.05)]
-
-
-def machine() -> dict[str, Any]:
-    with open("/proc/cpuinfo") as fh:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in fh if "model name" in ln), "?")
-    return {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
 
 
 def features(pairs: list[dict[str, Any]], texts: dict[str, str], order: dict[str, int]) -> Any:
@@ -184,8 +166,7 @@ def by_edit_losses(
 
 def main() -> None:
     t0 = time.perf_counter()
-    with gzip.open(DATA / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
-        docs = [json.loads(line) for line in fh]
+    docs = list(read_reuters())
     result = synthesize(docs, SynthConfig())
     order_docs = stream_order(result)
     order = {str(d["id"]): i for i, d in enumerate(order_docs)}
@@ -193,7 +174,11 @@ def main() -> None:
     rows = features(result.pairs, texts, order)
     halves = {h: [r for r in rows if r["half"] == h] for h in (0, 1)}
     xs = {h: arrays(halves[h]) for h in (0, 1)}
-    out: dict[str, Any] = {"machine": machine(), "pairs": len(rows), "halves": {}}
+    out: dict[str, Any] = {
+        "machine": machine(("neardup", "numpy", "numba", "xxhash")),
+        "pairs": len(rows),
+        "halves": {},
+    }
     for h, name in ((0, "tune (even ids)"), (1, "held-out (odd ids)")):
         x = xs[h]
         out["halves"][name] = {
@@ -295,8 +280,7 @@ def main() -> None:
     }
     print("shipped defaults", json.dumps(out["shipped_defaults"]["held_out"]))
     out["seconds"] = round(time.perf_counter() - t0, 1)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "stream_rule.json").write_text(json.dumps(out, indent=1) + "\n")
+    print("wrote", save("stream_rule", out, indent=1))
     print(json.dumps({k: v for k, v in out.items() if k != "choices"}, indent=1))
     for key, c in choices.items():
         print(

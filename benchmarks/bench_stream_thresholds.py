@@ -14,23 +14,16 @@ Writes benchmarks/results/stream_thresholds.json (about 30 s).
 
 from __future__ import annotations
 
-import datetime
-import gzip
-import json
-import platform
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from _common import machine, read_reuters, save
 from neardup.index.hamming import HammingIndex
 from neardup.index.lsh import LSHIndex
 from neardup.sketch.minhash import sign_minhash
 from neardup.sketch.shingleset import shingle_hashes
 from neardup.sketch.simhash import sign_simhash
-
-RESULTS = Path(__file__).resolve().parent / "results"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reuters21578"
 
 
 def simhash_recall(docs: list[dict[str, Any]], fps: Any, sets: list[Any]) -> dict[str, Any]:
@@ -67,8 +60,7 @@ def simhash_recall(docs: list[dict[str, Any]], fps: Any, sets: list[Any]) -> dic
 
 
 def main() -> None:
-    with gzip.open(DATA / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
-        docs = [d for d in map(json.loads, fh) if d["text"].strip()]
+    docs = [d for d in read_reuters() if d["text"].strip()]
     fps = np.array([int(sign_simhash(d["text"]).values[0]) for d in docs], dtype=np.uint64)
     sets = [shingle_hashes(d["text"]) for d in docs]
     index = HammingIndex(max_distance=7)
@@ -97,8 +89,7 @@ def main() -> None:
         )
         print(table[-1])
     pos = {d["id"]: k for k, d in enumerate(docs)}
-    with gzip.open(DATA / "labels_derived_exact_dups.jsonl.gz", "rt", encoding="utf-8") as fh:
-        groups = [g["ids"] for g in map(json.loads, fh)]
+    groups = [g["ids"] for g in read_reuters("labels_derived_exact_dups.jsonl.gz")]
     worst = 0
     for g in groups:
         members = [pos[i] for i in g if i in pos]
@@ -108,12 +99,7 @@ def main() -> None:
         arr[:, 1], bins=[0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01]
     )
     out: dict[str, Any] = {
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        },
+        "machine": machine(("neardup", "numpy", "numba", "xxhash")),
         "articles": len(docs),
         "pairs_within_distance_7": len(arr),
         "per_distance": table,
@@ -124,8 +110,7 @@ def main() -> None:
     print("exact-duplicate groups: max SimHash distance between members", worst)
     out["candidate_recall"] = simhash_recall(docs, fps, sets)
     print("candidate recall", out["candidate_recall"])
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "stream_thresholds.json").write_text(json.dumps(out, indent=2) + "\n")
+    print("wrote", save("stream_thresholds", out))
 
 
 if __name__ == "__main__":
