@@ -1,7 +1,8 @@
 """Shared helpers of the benchmark scripts: machine info, the real data, and saving results.
 
 Every ``benchmarks/bench_<topic>.py`` records the machine it ran on next to its figures and writes
-them to ``benchmarks/results/<topic>.json``; this module is the one copy of that code. Scripts are
+them to ``benchmarks/results/<topic>.json``; this module is the one copy of that code, of the
+Reuters-21578 reader, and of the small timing and memory probes several scripts share. Scripts are
 run as ``python benchmarks/bench_<topic>.py``, so the script folder is on ``sys.path`` and they
 import it as ``_common``.
 """
@@ -11,9 +12,12 @@ from __future__ import annotations
 import datetime
 import gzip
 import json
+import multiprocessing
 import os
 import platform
-from collections.abc import Iterable, Iterator
+import resource
+import time
+from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -22,7 +26,9 @@ from typing import Any
 DATA = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 #: Reuters-21578 in wire (chronological) order, one JSON object per line.
 REUTERS = DATA / "reuters21578"
-RESULTS = Path(__file__).resolve().parent / "results"
+#: Where ``save(topic, ...)`` writes; ``NEARDUP_BENCH_RESULTS`` redirects it (e.g. for trial runs
+#: that must not replace the recorded results).
+RESULTS = Path(os.environ.get("NEARDUP_BENCH_RESULTS", Path(__file__).resolve().parent / "results"))
 
 DEFAULT_LIBRARIES = ("neardup", "numpy", "numba")
 
@@ -107,3 +113,58 @@ def save(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=indent) + "\n")
     return path
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process now (VmRSS of /proc/self/status), 0 if unknown."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (``ru_maxrss``, KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _child(queue: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> None:
+    result = fn(*args)
+    result["child_peak_rss_bytes"] = peak_rss_bytes()
+    queue.put(result)
+
+
+def isolated(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """Run ``fn(*args)`` in a forked child so its memory is measured alone (the data is shared).
+
+    Returns ``fn``'s result dict plus ``child_peak_rss_bytes``; raises RuntimeError if the child
+    dies without a result (e.g. killed for memory) instead of waiting for ever.
+    """
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(queue, fn, args))
+    proc.start()
+    while True:
+        try:
+            result: dict[str, Any] = queue.get(timeout=5)
+            break
+        except Exception:  # queue.Empty: keep waiting while the child lives
+            if not proc.is_alive():
+                raise RuntimeError(
+                    f"{fn.__name__}{args[:1]} failed (exit {proc.exitcode})"
+                ) from None
+    proc.join()
+    return result
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
+    """Wall-clock microseconds of ``repeat`` calls of ``fn`` (``time.perf_counter``), in order."""
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1e6)
+    return out

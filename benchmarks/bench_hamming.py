@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import multiprocessing
-import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,17 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from _common import RESULTS, machine, save
+from _common import RESULTS, isolated, machine, peak_rss_bytes, rss_bytes, save
 from neardup.index import HammingIndex
 
 U64 = np.uint64
-
-
-def rss_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def make_data(n: int, queries: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -224,23 +215,6 @@ def bench_faiss(fps: np.ndarray, qs: np.ndarray, check: np.ndarray, d: int) -> d
     return out
 
 
-def _child(queue: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> None:
-    result = fn(*args)
-    result["child_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    queue.put(result)
-
-
-def isolated(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
-    """Run ``fn`` in a forked child so RSS growth and peak are its own (data is shared)."""
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(queue, fn, args))
-    proc.start()
-    result: dict[str, Any] = queue.get()
-    proc.join()
-    return result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=10_000_000)
@@ -309,7 +283,7 @@ def main() -> None:
         "data": "uniform random uint64 (PCG64 seed 0) + planted neighbours at distances 0..d+2",
         "neardup": runs,
         "faiss": faiss_run,
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_rss_bytes": peak_rss_bytes(),
     }
     save(args.out, result)
     print(f"wrote {args.out}")

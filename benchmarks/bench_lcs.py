@@ -16,25 +16,14 @@ from __future__ import annotations
 import difflib
 import random
 import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
-from _common import load_texts, save
+from _common import load_texts, save, timed
 from neardup.cli.demo import edit_text
 from neardup.similarity import longest_common_substring
 from neardup.text import tokenize
 
 SIZE = 5000
-
-
-def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1e6)
-    return out
 
 
 def quadratic_dp(a: str, b: str) -> int:

@@ -26,8 +26,6 @@ library: a library that would exceed it is run at the n it reached (stated in th
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import resource
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,17 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from _common import RESULTS, machine, save
+from _common import RESULTS, isolated, machine, rss_bytes, save
 
 SCHEME = "minhash/bench"
 CHUNK = 10_000
-
-
-def rss_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def make_data(n: int, queries: int, num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -251,31 +242,6 @@ def run_neardup_bulk(sigs: np.ndarray, qs: np.ndarray, bands: int, rows: int) ->
         "rss_bytes_per_doc": (rss1 - rss0) / sigs.shape[0],
         "array_bytes_per_doc": index.nbytes / sigs.shape[0],
     }
-
-
-def _child(queue: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> None:
-    result = fn(*args)
-    result["child_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    queue.put(result)
-
-
-def isolated(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
-    """Run ``fn`` in a forked child so its memory is measured alone (the data is shared)."""
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(queue, fn, args))
-    proc.start()
-    while True:
-        try:
-            result: dict[str, Any] = queue.get(timeout=5)
-            break
-        except Exception:  # queue.Empty: keep waiting while the child lives
-            if not proc.is_alive():
-                raise RuntimeError(
-                    f"{fn.__name__}{args[:1]} failed (exit {proc.exitcode})"
-                ) from None
-    proc.join()
-    return result
 
 
 def main() -> None:

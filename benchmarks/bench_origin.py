@@ -39,6 +39,7 @@ import numpy as np
 
 from _common import machine, read_reuters, save
 from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector, parse_memory
+from neardup.detect.origin.seen import SeenIds
 from neardup.shingles import hash_forms, mix64
 from neardup.text import tokenize
 
@@ -219,14 +220,29 @@ def main() -> None:
         )
         print(child.stderr.strip(), flush=True)
         out["memory"].append(json.loads(child.stdout))
-    # cost of tracking every id (for repeated-id detection): per document, by tracemalloc
+    # cost of tracking every id (for repeated-id detection): per document, by tracemalloc;
+    # the engine's SeenIds (64-bit hashes) against a plain set of the id strings
     replicas = -(-args.tokens // n_tokens)
+    ids = [f"{doc_id}-r{r}" for r in range(replicas) for doc_id, _ in docs]
     tracemalloc.start()
-    seen = {f"{doc_id}-r{r}" for r in range(replicas) for doc_id, _ in docs}
-    per_doc = tracemalloc.get_traced_memory()[0] / len(seen)
+    plain = set(ids)
+    per_doc_set = tracemalloc.get_traced_memory()[0] / len(plain)
     tracemalloc.stop()
-    out["seen_id_bytes_per_document"] = per_doc
-    print(f"tracking seen ids costs about {per_doc:.0f} bytes per document", flush=True)
+    del plain
+    tracemalloc.start()
+    hashed = SeenIds()
+    for doc_id in ids:
+        hashed.add(doc_id)
+    hashed.to_array()  # flush the pending buffer so only the arrays remain
+    per_doc_hashed = tracemalloc.get_traced_memory()[0] / len(ids)
+    tracemalloc.stop()
+    out["seen_id_bytes_per_document"] = per_doc_hashed
+    out["seen_id_bytes_per_document_python_set"] = per_doc_set
+    print(
+        f"tracking seen ids costs about {per_doc_hashed:.1f} bytes per document"
+        f" (a set of the id strings: {per_doc_set:.0f})",
+        flush=True,
+    )
     print("wrote", save("origin", out, indent=1))
 
 

@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import random
 import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from _common import load_texts, save
+from _common import load_texts, save, timed
 from neardup.cli.demo import plant_copies
 from neardup.detect.resultset import DEFAULT_K, ResultSetDeduper, reference_dedup
 from neardup.sketch import Signature, sign
@@ -44,15 +42,6 @@ def make_sets(texts: list[str], size: int, count: int, planted: bool, seed: int)
         draw = rng.sample(texts, size - copies)
         sets.append(plant_copies(draw, copies, seed + s)[0])
     return sets
-
-
-def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1e6)
-    return out
 
 
 def summary(times: list[float]) -> dict[str, float]:

@@ -64,6 +64,9 @@ def main() -> None:
             texts.append(t)
         if len(texts) >= args.docs:
             break
+    if len(texts) <= 1001:
+        # the unrelated pairs below are drawn > 1,000 articles apart: fewer texts never finish
+        raise SystemExit(f"need more than 1001 articles over 400 chars, have {len(texts)}")
     rng = random.Random(2008)
     sample = rng.sample(range(len(texts)), 300)
     copies = {rate: [edit(texts[i], rate, random.Random(i)) for i in sample] for rate in (0.1, 0.2)}

@@ -140,6 +140,52 @@ def test_dedup_equals_the_library_on_stored_ids_and_texts(
     assert client.post("/v1/dedup", json={"items": []}).json()["keep"] == []
 
 
+def test_dedup_fast_path_answers_as_the_route_and_the_library(
+    client: TestClient, reuters_docs: list[dict[str, Any]]
+) -> None:
+    """Bare ids take the ASGI fast path (DedupFastPath); ``{"id"}`` objects take the route:
+    both must give the library's answer, and the fast path's errors are the route's."""
+    docs = with_text(reuters_docs, 150)
+    client.post("/v1/documents", json=docs)
+    texts = {d["id"]: d["text"] for d in docs}
+    ids = [d["id"] for d in docs]
+    for n, threshold in enumerate((None, 0.2, 0.5, 1)):
+        ranked = ids[n * 7 :] + ids[: n * 7]
+        body: dict[str, Any] = {"items": ranked}
+        if threshold is not None:
+            body["threshold"] = threshold
+        fast = client.post("/v1/dedup", json=body)
+        routed = client.post("/v1/dedup", json={**body, "items": [{"id": i} for i in ranked]})
+        assert fast.status_code == routed.status_code == 200, (fast.text, routed.text)
+        assert fast.headers["content-type"] == "application/json"
+        assert fast.json() == routed.json()
+        expected = dedup_result_set([sign(texts[i]) for i in ranked], threshold or 0.5)
+        assert fast.json()["positions"] == expected
+    # the fast path hands everything else to the route, which words the error
+    unknown = client.post("/v1/dedup", json={"items": [ids[0], "no-such-id"]})
+    assert unknown.status_code == 404 and "no-such-id" in unknown.json()["error"]["message"]
+    repeated = client.post("/v1/dedup", json={"items": [ids[0], ids[0]]})
+    assert repeated.status_code == 422
+    too_many = client.post("/v1/dedup", json={"items": [f"x{i}" for i in range(1001)]})
+    assert too_many.status_code == 413
+    # fast-path requests are counted under the route's template
+    metrics = client.get("/metrics").text
+    assert 'route="/v1/dedup",status="200"' in metrics
+    assert 'route="<unmatched>"' not in metrics
+
+
+def test_warm_up_runs_the_hot_paths_on_scratch_data(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    from neardup.service.warmup import warm_up
+
+    with caplog.at_level("WARNING", logger="neardup.service"):
+        assert warm_up() >= 0.0
+    assert not [r for r in caplog.records if r.levelname == "WARNING"], caplog.text
+    # the scratch articles never reach the service's store
+    assert client.get("/healthz").json()["documents"] == 0
+
+
 def test_events_and_event_report_match_the_python_api(
     client: TestClient, reuters_docs: list[dict[str, Any]], tmp_path: Path
 ) -> None:

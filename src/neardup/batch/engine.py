@@ -61,21 +61,25 @@ from neardup.batch.io import (
     iter_records,
     read_at,
 )
+from neardup.batch.ranges import ByteRange, ParsedRange, parse_range, plan_ranges, splittable
 from neardup.batch.tasks import (
     DedupConfig,
     PairScores,
     Payload,
     SignedPartition,
     candidate_pairs,
+    keeps_shingles,
     pair_relation,
     partition_keys,
+    payload_from_shingles,
     payload_partition,
+    sign_minhash_partition,
     sign_partition,
     verify_pairs,
 )
 from neardup.batch.unionfind import component_labels
 from neardup.config import canonical_json
-from neardup.errors import ConfigError, IncompleteOutputError, StoreError
+from neardup.errors import ConfigError, ConflictError, IncompleteOutputError, StoreError
 from neardup.records import FieldNames
 
 __all__ = [
@@ -396,6 +400,7 @@ def _sign_stage(
     progress: bool,
     shuffle: _KeyShards,
     keep_values: bool,
+    keep_shingles: bool,
 ) -> tuple[_Meta, list[SignedPartition]]:
     meta = _Meta()
     parts: list[SignedPartition] = []
@@ -417,7 +422,7 @@ def _sign_stage(
                 yield (_resume_signed, p, len(batch))
             else:
                 texts = [rec.article.text for _, rec in batch]
-                yield (_sign_task, p, texts, config, keep_values)
+                yield (_sign_task, p, texts, config, keep_values, keep_shingles)
 
     for p, result in enumerate(runner.imap(_call, tasks())):
         if isinstance(result, int):  # resumed: load from the work directory
@@ -426,15 +431,149 @@ def _sign_stage(
             if lengths.shape[0] != result:
                 raise StoreError(f"work directory partition {p} does not match the input")
         else:
-            keys, part = result
+            keys, part, shingles = result
             lengths = part.lengths
-            work.save("sig", p, {"keys": keys, "values": part.values, "lengths": lengths})
+            arrays = {"keys": keys, "values": part.values, "lengths": lengths}
+            if shingles is not None:
+                arrays["shingles"], arrays["shingle_offsets"] = shingles
+            work.save("sig", p, arrays)
         shuffle.add(keys, meta.part_starts[p])
         # Keep only the small lengths in memory; the values (when needed at all) are read
         # back memory-mapped for the few documents that end up in candidate pairs.
         parts.append(SignedPartition(work.load("sig", p, "values", mmap=True), lengths))
         bar.update(int(lengths.shape[0]))
     bar.close()
+    meta.part_starts.append(len(meta.ids))
+    return meta, parts
+
+
+# Bytes of input per range a worker reads itself, per document of --partition-size
+# (Reuters-like news lines are about 1 KB).
+_RANGE_BYTES_PER_DOC = 1024
+
+
+def _range_task(
+    part: ByteRange,
+    fields: FieldNames,
+    skip_invalid: bool,
+    config: DedupConfig,
+    keep_values: bool,
+    keep_shingles: bool,
+    sign: bool,
+) -> tuple[ParsedRange, tuple[U64, SignedPartition, tuple[U64, I64] | None] | None]:
+    """Read, parse and (unless resumed) sign one byte range on the worker; the texts do not
+    travel back."""
+    parsed = parse_range(part, fields, skip_invalid)
+    signed = None
+    if sign and parsed.error is None:
+        signed = _sign_task(0, parsed.texts, config, keep_values, keep_shingles)
+    return dataclasses.replace(parsed, texts=[]), signed
+
+
+def _take_rows(
+    signed: tuple[U64, SignedPartition, tuple[U64, I64] | None], rows: I64
+) -> tuple[U64, SignedPartition, tuple[U64, I64] | None]:
+    """Rows ``rows`` of a signed range (documents dropped as duplicate ids removed)."""
+    keys, part, shingles = signed
+    kept = SignedPartition(part.values[rows], part.lengths[rows])
+    if shingles is not None:
+        shingles = _gather_ragged(shingles[0], shingles[1], rows)
+    return keys[rows], kept, shingles
+
+
+def _sign_stage_ranges(
+    corpus: _Corpus,
+    config: DedupConfig,
+    runner: Runner,
+    work: _WorkDir,
+    stats: ReadStats,
+    summary: DedupSummary,
+    progress: bool,
+    shuffle: _KeyShards,
+    keep_values: bool,
+    keep_shingles: bool,
+) -> tuple[_Meta, list[SignedPartition]]:
+    """:func:`_sign_stage` with the workers reading their own byte ranges of the input
+    (:mod:`neardup.batch.ranges`); the driver checks duplicate ids in input order and keeps
+    the same per-document metadata, so the result is the same."""
+    target = max(1 << 16, config.partition_size * _RANGE_BYTES_PER_DOC)
+    plan = [(True, r) for r in plan_ranges(corpus.existing, target)] + [
+        (False, r) for r in plan_ranges(corpus.new, target, first_file=len(corpus.existing))
+    ]
+    meta = _Meta()
+    parts: list[SignedPartition] = []
+    seen: dict[bool, set[str]] = {True: set(), False: set()}
+    counts = {True: ReadStats(), False: stats}
+    bar = _bar(progress, "signing")
+
+    def tasks() -> Iterator[tuple[Any, ...]]:
+        for p, (_, part) in enumerate(plan):
+            sign = not work.done("sig", p)
+            summary.resumed_partitions += 0 if sign else 1
+            yield (
+                _range_task,
+                part,
+                corpus.fields,
+                corpus.skip_invalid,
+                config,
+                keep_values,
+                keep_shingles,
+                sign,
+            )
+
+    for p, (parsed, signed) in enumerate(runner.imap(_call, tasks())):
+        is_existing, part = plan[p]
+        st = counts[is_existing]
+        ids_seen = seen[is_existing]
+        rows: list[int] = []
+        notes: list[tuple[int, str]] = list(parsed.issues)
+        for i, doc_id in enumerate(parsed.ids):
+            if doc_id in ids_seen:
+                line = int(parsed.lines[i])
+                message = f"{part.path}:{line}: duplicate id {doc_id!r} (first occurrence is kept)"
+                if not corpus.skip_invalid:
+                    raise ConflictError(message)
+                st.duplicate_ids += 1
+                notes.append((line, message))
+                continue
+            ids_seen.add(doc_id)
+            rows.append(i)
+        if parsed.error is not None:
+            raise parsed.error
+        st.invalid += len(parsed.issues)
+        for _, message in sorted(notes):
+            st._note(message)
+        st.documents += len(rows)
+        take = np.asarray(rows, dtype=np.int64)
+        meta.part_starts.append(len(meta.ids))
+        meta.ids.extend(parsed.ids[i] for i in rows)
+        meta.existing.extend([is_existing] * len(rows))
+        meta.dates.extend(parsed.dates[take].tolist())
+        meta.lengths.extend(parsed.lengths[take].tolist())
+        meta.files.extend([part.file_index] * len(rows))
+        meta.lines.extend(parsed.lines[take].tolist())
+        if signed is None:  # resumed: load from the work directory
+            keys = work.load("sig", p, "keys")
+            lengths = work.load("sig", p, "lengths")
+            if lengths.shape[0] != len(rows):
+                raise StoreError(f"work directory partition {p} does not match the input")
+        else:
+            if len(rows) != len(parsed.ids):
+                signed = _take_rows(signed, take)
+            keys, signed_part, shingles = signed
+            lengths = signed_part.lengths
+            arrays = {"keys": keys, "values": signed_part.values, "lengths": lengths}
+            if shingles is not None:
+                arrays["shingles"], arrays["shingle_offsets"] = shingles
+            work.save("sig", p, arrays)
+        shuffle.add(keys, meta.part_starts[p])
+        parts.append(SignedPartition(work.load("sig", p, "values", mmap=True), lengths))
+        bar.update(len(rows))
+    bar.close()
+    existing_stats = counts[True]
+    stats.invalid += existing_stats.invalid
+    stats.duplicate_ids += existing_stats.duplicate_ids
+    stats.examples.extend(existing_stats.examples[: max(0, 5 - len(stats.examples))])
     meta.part_starts.append(len(meta.ids))
     return meta, parts
 
@@ -448,16 +587,23 @@ def _resume_signed(part: int, count: int) -> int:
 
 
 def _sign_task(
-    part: int, texts: list[str], config: DedupConfig, keep_values: bool
-) -> tuple[U64, SignedPartition]:
+    part: int, texts: list[str], config: DedupConfig, keep_values: bool, keep_shingles: bool
+) -> tuple[U64, SignedPartition, tuple[U64, I64] | None]:
     """Sign a partition and compute its bucket keys on the worker; the signature values
-    travel back only when a later stage needs them (they are 1 KB a document for MinHash)."""
-    signed = sign_partition(texts, config)
+    travel back only when a later stage needs them (they are 1 KB a document for MinHash).
+    With ``keep_shingles`` the word shingles come back too (saved for verification, so
+    candidates need not be re-read and re-tokenised)."""
+    shingles: tuple[U64, I64] | None = None
+    if keep_shingles:
+        signed, flat, offsets = sign_minhash_partition(texts, config)
+        shingles = (flat, offsets)
+    else:
+        signed = sign_partition(texts, config)
     keys = partition_keys(signed, config)
     if not keep_values:
         empty = np.empty((signed.values.shape[0], 0), dtype=np.uint64)
         signed = SignedPartition(empty, signed.lengths)
-    return keys, signed
+    return keys, signed, shingles
 
 
 def _needs_values(config: DedupConfig, mode: str) -> bool:
@@ -563,6 +709,29 @@ def _payload_stage(
             work.save("pay", p, arrays)
             bar.update(int(rows.shape[0]))
     bar.close()
+
+
+def _payload_from_kept(work: _WorkDir, meta: _Meta, involved: I64) -> None:
+    """Verification payloads of the ``involved`` documents from the shingles the signing
+    pass kept (no second read of the input); same arrays as :func:`_payload_stage`."""
+    starts = np.asarray(meta.part_starts, dtype=np.int64)
+    owner = np.searchsorted(starts, involved, side="right") - 1
+    for p in np.unique(owner).tolist():
+        if work.done("pay", p):
+            continue
+        rows = involved[owner == p] - starts[p]
+        flat = work.load("sig", p, "shingles", mmap=True)
+        offsets = work.load("sig", p, "shingle_offsets")
+        payload = payload_from_shingles(flat, offsets, rows)
+        work.save(
+            "pay",
+            p,
+            {
+                "rows": rows,
+                "shingles": payload.shingles,
+                "shingle_offsets": payload.shingle_offsets,
+            },
+        )
 
 
 def _payload_task(
@@ -760,10 +929,14 @@ def run(
     mode: str = "dedup",
     progress: bool = False,
     keep_work: bool = False,
+    worker_reads: bool = True,
 ) -> DedupResult:
     """Run the pipeline and return the clusters (no output written).
 
     ``client``: a ``distributed.Client`` to run tasks on, or ``None`` for this process.
+    ``worker_reads``: with a client and plain JSON Lines input, the workers read and parse
+    their own byte ranges of the files (they must see the same paths); ``False`` makes the
+    driver read everything and ship the texts (for clusters without shared storage).
     ``work_dir``: where intermediate files go (default: a new temporary directory); a run
     interrupted and started again with the same work directory and inputs resumes from the
     finished partitions.
@@ -778,8 +951,11 @@ def run(
         skip_invalid=skip_invalid,
     )
     key = run_key(cfg, corpus, mode)
+    use_ranges = (client is not None or os.environ.get("H13_RANGES") == "1") and worker_reads and splittable(corpus.existing + corpus.new)
     work = _WorkDir(
-        Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="neardup-")), key
+        Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="neardup-")),
+        # Partitions differ between the two reading modes: never resume across them.
+        key + ("-ranges" if use_ranges else ""),
     )
     runner = Runner(client)
     summary = DedupSummary()
@@ -788,8 +964,19 @@ def run(
 
     t0 = time.perf_counter()
     shuffle = _KeyShards(cfg, max(1, runner.workers * 2))
-    meta, parts = _sign_stage(
-        corpus, cfg, runner, work, stats, summary, progress, shuffle, _needs_values(cfg, mode)
+    keep_shingles = keeps_shingles(cfg, mode)
+    sign_stage = _sign_stage_ranges if use_ranges else _sign_stage
+    meta, parts = sign_stage(
+        corpus,
+        cfg,
+        runner,
+        work,
+        stats,
+        summary,
+        progress,
+        shuffle,
+        _needs_values(cfg, mode),
+        keep_shingles,
     )
     summary.stage_seconds["sign"] = time.perf_counter() - t0
 
@@ -802,7 +989,10 @@ def run(
     t0 = time.perf_counter()
     if needs_payload and pairs.shape[0]:
         involved = np.unique(pairs)
-        _payload_stage(corpus, cfg, runner, work, meta, involved, progress)
+        if keep_shingles:
+            _payload_from_kept(work, meta, involved)
+        else:
+            _payload_stage(corpus, cfg, runner, work, meta, involved, progress)
     summary.stage_seconds["reread"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -865,6 +1055,7 @@ def dedup(
     workers: int | None = None,
     work_dir: str | os.PathLike[str] | None = None,
     progress: bool = False,
+    worker_reads: bool = True,
 ) -> DedupSummary:
     """Deduplicate ``input`` and write one row per document to ``output`` (JSON Lines).
 
@@ -874,7 +1065,7 @@ def dedup(
     parameters the run is skipped (its summary is returned).  Without ``client`` or
     ``scheduler``: ``workers`` > 1 starts a LocalCluster of that many processes; with
     ``workers=None`` a LocalCluster is used only for inputs of 256 MB or more on machines
-    with at least 4 cores, and this process otherwise.
+    with at least 4 cores, and this process otherwise.  ``worker_reads``: see :func:`run`.
     """
     cfg = config or DedupConfig()
     out = Path(output)
@@ -893,6 +1084,7 @@ def dedup(
         workers,
         work_dir,
         progress,
+        worker_reads,
     )
 
 
@@ -909,6 +1101,7 @@ def find_pairs(
     workers: int | None = None,
     work_dir: str | os.PathLike[str] | None = None,
     progress: bool = False,
+    worker_reads: bool = True,
 ) -> DedupSummary:
     """Write every candidate pair that passed verification (``config.threshold`` is the
     minimum score) with its estimated and exact scores and a relation, as JSON Lines."""
@@ -927,6 +1120,7 @@ def find_pairs(
         workers,
         work_dir,
         progress,
+        worker_reads,
     )
 
 
@@ -944,6 +1138,7 @@ def _run_and_write(
     workers: int | None,
     work_dir: str | os.PathLike[str] | None,
     progress: bool,
+    worker_reads: bool = True,
 ) -> DedupSummary:
     corpus = _Corpus(
         new=input_files(input),
@@ -973,6 +1168,7 @@ def _run_and_write(
             mode=mode,
             progress=progress,
             keep_work=True,
+            worker_reads=worker_reads,
         )
     finally:
         if own_cluster is not None:

@@ -25,6 +25,7 @@ Guarantees: deterministic; memory linear in the partition's tokens.
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +43,8 @@ I64 = npt.NDArray[np.int64]
 
 # A word that no news text contains; a text that does makes the partition take the slow path.
 _SEPARATOR = "qxzvneardupdocumentseparatorqxzv"
+# Characters of text tokenised per call (see _joined_tokens).
+_CHUNK_CHARS = 1 << 19
 
 
 @functools.lru_cache(maxsize=16)
@@ -96,6 +99,34 @@ def _interleave(
     return flat, offsets
 
 
+def _chunks(texts: list[str], target: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` runs of consecutive texts of about ``target`` characters each."""
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    ends = np.cumsum(lengths)
+    bounds = [0]
+    while bounds[-1] < len(texts):
+        lo = bounds[-1]
+        base = int(ends[lo - 1]) if lo else 0
+        hi = int(np.searchsorted(ends, base + target, side="right"))
+        bounds.append(min(len(texts), max(hi, lo + 1)))
+    return list(itertools.pairwise(bounds))
+
+
+def _joined_tokens(texts: list[str], config: TextConfig, sep: np.uint64) -> U64:
+    """Token hashes of ``texts`` joined by the separator word: the same array as one
+    :func:`token_hashes` call on the whole joined string (tokens never span a separator),
+    computed in pieces of about ``_CHUNK_CHARS`` characters because the compiled scanner
+    runs 2-3x faster when its text and output stay in the CPU caches (measured on the
+    50k planted corpus: 0.32 s warm per 500-document piece vs 0.89 s for 5,000)."""
+    pieces: list[U64] = []
+    separator = np.array([sep], dtype=np.uint64)
+    for n, (lo, hi) in enumerate(_chunks(texts, _CHUNK_CHARS)):
+        if n:
+            pieces.append(separator)
+        pieces.append(token_hashes(f" {_SEPARATOR} ".join(texts[lo:hi]), config, TOKEN_SEED))
+    return np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
+
+
 def _joined(texts: list[str], config: TextConfig, width: int) -> tuple[U64, I64]:
     n = len(texts)
     sep = _separator_hash(config)
@@ -103,8 +134,7 @@ def _joined(texts: list[str], config: TextConfig, width: int) -> tuple[U64, I64]
         return np.empty(0, dtype=np.uint64), np.zeros(1, dtype=np.int64)
     if sep is None or any(_SEPARATOR in t for t in texts):
         return _per_document(texts, config, width)
-    joined = f" {_SEPARATOR} ".join(texts)
-    tokens = token_hashes(joined, config, TOKEN_SEED)
+    tokens = _joined_tokens(texts, config, np.uint64(sep))
     is_sep = tokens == np.uint64(sep)
     if int(is_sep.sum()) != n - 1:  # a separator hash collision: stay exact
         return _per_document(texts, config, width)

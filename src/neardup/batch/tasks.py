@@ -38,9 +38,12 @@ __all__ = [
     "Payload",
     "SignedPartition",
     "candidate_pairs",
+    "keeps_shingles",
     "pair_relation",
     "partition_keys",
+    "payload_from_shingles",
     "payload_partition",
+    "sign_minhash_partition",
     "sign_partition",
     "verify_pairs",
 ]
@@ -149,10 +152,7 @@ class SignedPartition:
 def sign_partition(texts: list[str], config: DedupConfig) -> SignedPartition:
     """Signatures of ``texts`` with ``config.method`` (MinHash: the whole-partition path)."""
     if config.method == "minhash":
-        mh = config.minhash
-        flat, offsets = partition_shingles(texts, mh.text, mh.width)
-        values, lengths = minhash_matrix(flat, offsets, mh.num_perm, mh.seed)
-        return SignedPartition(values, lengths)
+        return sign_minhash_partition(texts, config)[0]
     scheme, params = config.sign_params()
     sigs = [sign(text, scheme, **params).values for text in texts]
     lengths = np.fromiter((s.shape[0] for s in sigs), dtype=np.int64, count=len(sigs))
@@ -168,6 +168,43 @@ def sign_partition(texts: list[str], config: DedupConfig) -> SignedPartition:
         take = min(width, sig.shape[0])
         values[row, :take] = sig[:take]
     return SignedPartition(values, np.minimum(lengths, width))
+
+
+def sign_minhash_partition(
+    texts: list[str], config: DedupConfig
+) -> tuple[SignedPartition, U64, I64]:
+    """MinHash signatures of ``texts`` and the word shingles they were computed from
+    (ragged ``(flat, offsets)``, position order, duplicates kept).
+
+    The shingles are exactly those :func:`payload_partition` derives the verification sets
+    from (same text config and width), so keeping them spares the verify stage re-reading
+    and re-tokenising the candidate documents.
+    """
+    mh = config.minhash
+    flat, offsets = partition_shingles(texts, mh.text, mh.width)
+    values, lengths = minhash_matrix(flat, offsets, mh.num_perm, mh.seed)
+    return SignedPartition(values, lengths), flat, offsets
+
+
+def keeps_shingles(config: DedupConfig, mode: str) -> bool:
+    """Whether the signing pass keeps each partition's shingles for verification: MinHash
+    runs that verify shingle sets (``jaccard``, or ``pairs`` output), not LCS, which needs
+    the token sequences and re-reads the candidate documents instead."""
+    needs_payload = config.verify != "none" or mode == "pairs"
+    return config.method == "minhash" and config.verify != "lcs" and needs_payload
+
+
+def payload_from_shingles(flat: U64, offsets: I64, rows: I64) -> Payload:
+    """The verification :class:`Payload` of rows ``rows`` of a partition's kept shingles
+    (:func:`sign_minhash_partition`): equal to :func:`payload_partition` of those texts."""
+    begin = offsets[rows]
+    sizes = offsets[rows + 1] - begin
+    new_offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    total = int(new_offsets[-1])
+    index = np.repeat(begin - new_offsets[:-1], sizes) + np.arange(total, dtype=np.int64)
+    sets, set_offsets = unique_rows(np.asarray(flat[index], dtype=np.uint64), new_offsets)
+    return Payload(sets, set_offsets)
 
 
 def partition_keys(part: SignedPartition, config: DedupConfig) -> U64:

@@ -51,6 +51,13 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "inputs of 256 MB or more on 4+ cores).",
         ),
         click.option(
+            "--driver-reads",
+            is_flag=True,
+            help="With Dask: the driver reads the input and ships the texts (for clusters "
+            "whose workers cannot see the input files). Default: workers read their own "
+            "byte ranges of plain JSON Lines input.",
+        ),
+        click.option(
             "--against",
             type=click.Path(path_type=str),
             default=None,
@@ -119,6 +126,7 @@ def _run(kind: str, opts: dict[str, Any], config: DedupConfig, write_kept: str |
         "skip_invalid": opts["skip_invalid"],
         "scheduler": opts["scheduler"],
         "workers": opts["workers"],
+        "worker_reads": not opts["driver_reads"],
         "work_dir": opts["work_dir"],
         "progress": not opts["quiet"],
     }

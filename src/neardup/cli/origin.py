@@ -30,17 +30,19 @@ Behaviour on bad input (documented, never a traceback):
 
 ``--state FILE`` loads the detector from FILE when it exists (the stream continues where it
 stopped; the configuration stored there is used, and giving different options is an error)
-and saves it there at the end (atomically).  With ``--state`` the ids of origin documents are
-kept on disk in ``FILE.ids.dat`` / ``FILE.ids.idx`` (an append-only log), so memory is the
-table plus a constant plus the set of seen ids (about 120 bytes a document); without it they
-are kept in memory for the documents that still have shingles in the table.
+and saves it there at the end (atomically).  The ids of origin documents are always kept on
+disk in an append-only log (with ``--state``: ``FILE.ids.dat`` / ``FILE.ids.idx``; without
+it: in a temporary directory removed at the end), so resident memory is the table plus a
+constant plus the ids seen (for repeated-id detection), 8 bytes a document.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,10 +114,13 @@ def _build_config(params: dict[str, Any]) -> OriginConfig:
     )
 
 
-def _detector(ctx: click.Context, params: dict[str, Any], state: str | None) -> OriginDetector:
+def _detector(
+    ctx: click.Context, params: dict[str, Any], state: str | None, scratch: str
+) -> OriginDetector:
     config = _build_config(params)
     if state is None:
-        return OriginDetector(config)
+        # ids of origins on disk even without a state file: memory stays bounded
+        return OriginDetector(config, id_log=str(Path(scratch) / "ids"))
     if not Path(state).exists():
         # ids of origins live next to the state file, so memory stays table + a constant
         return OriginDetector(config, id_log=state + ".ids")
@@ -177,7 +182,18 @@ def origin(ctx: click.Context, /, input_path: str, output: str, order: str, stat
     """Find where each document's passages were first seen (origin detection, seed 004)."""
     from tqdm import tqdm
 
-    detector = _detector(ctx, params, state)
+    with contextlib.ExitStack() as stack:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="neardup-origin-"))
+        detector = _detector(ctx, params, state, scratch)
+        stack.callback(detector.close_log)
+        _run(ctx, detector, input_path, output, order, state, on_error, id_field, text_field,
+             date_field, progress, tqdm)  # fmt: skip
+
+
+def _run(ctx: click.Context, detector: OriginDetector, input_path: str, output: str,
+         order: str, state: str | None, on_error: str, id_field: str, text_field: str,
+         date_field: str, progress: bool | None, tqdm: Any) -> None:  # fmt: skip
+    """The body of :func:`origin` (the id log lives in a temporary directory meanwhile)."""
     fields = FieldNames(id=id_field, text=text_field, date=date_field)
     items: Iterator[tuple[int, Article | InputError]] = _articles(input_path, fields)
     if order == "date":

@@ -139,19 +139,23 @@ def copy_stream(
     edit_rate: float = 0.02,
     recent: int = 500,
     seed: int = 0,
+    recent_share: float = 0.6,
 ) -> list[StreamDoc]:
     """Interleave ``docs`` with copier documents built from earlier ones (deterministic).
 
     After each original come ``copy_rate`` copiers on average (the integer part always, the
     fraction with that probability).  A copier is, with probability 1/4, a re-send of one
     earlier document with word edits at
-    ``edit_rate``; otherwise 1 to 3 passages of 10 to 80 words of earlier documents (60 %
-    from the ``recent`` last ones, 40 % from anywhere earlier), each edited at
+    ``edit_rate``; otherwise 1 to 3 passages of 10 to 80 words of earlier documents (a
+    share ``recent_share``, default 60 %, from the ``recent`` last ones, the rest from
+    anywhere earlier), each edited at
     ``edit_rate``, between runs of 0 to 30 novel filler words drawn uniformly from the
     stream's vocabulary (so filler 8-grams are new with high probability).
     """
     if not 0.0 <= copy_rate <= 100.0 or not 0.0 <= edit_rate <= 1.0:
         raise ConfigError("copy_rate must be in [0, 100] and edit_rate in [0, 1]")
+    if not 0.0 <= recent_share <= 1.0:
+        raise ConfigError(f"recent_share must be in [0, 1], got {recent_share!r}")
     rng = random.Random(seed)
     vocab = sorted({w.lower() for d in docs[:3000] for w in raw_tokens(d.text) if w.isalpha()})
     if not vocab:
@@ -168,7 +172,16 @@ def copy_stream(
         for _ in range(copies):
             n_copies += 1
             out.append(
-                _copier(originals, f"copy{n_copies:06d}", doc.date, vocab, rng, edit_rate, recent)
+                _copier(
+                    originals,
+                    f"copy{n_copies:06d}",
+                    doc.date,
+                    vocab,
+                    rng,
+                    edit_rate,
+                    recent,
+                    recent_share,
+                )
             )
     return out
 
@@ -181,6 +194,7 @@ def _copier(
     rng: random.Random,
     edit_rate: float,
     recent: int,
+    recent_share: float = 0.6,
 ) -> StreamDoc:
     """One copier document (see :func:`copy_stream`)."""
     parts: list[str] = []
@@ -193,7 +207,7 @@ def _copier(
     else:
         for _ in range(rng.choice((1, 1, 2, 3))):
             parts.append(" ".join(rng.choice(vocab) for _ in range(rng.randrange(0, 31))))
-            if rng.random() < 0.6:
+            if rng.random() < recent_share:
                 src = originals[rng.randrange(max(0, len(originals) - recent), len(originals))]
             else:
                 src = originals[rng.randrange(len(originals))]
@@ -250,6 +264,8 @@ class Truth:
     shingle_offsets: I64  # document i's shingles are shingle_origin[so[i]:so[i + 1]]
     shingle_copy_ratio: float
     mean_copied_block: float
+    # reference origin ordinal of every token (-1: fresh), concatenated like token_old
+    token_origin: I64 = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def ground_truth(prepared: Prepared, query_docs: int = 5000, k: int = 8) -> Truth:
@@ -258,6 +274,7 @@ def ground_truth(prepared: Prepared, query_docs: int = 5000, k: int = 8) -> Trut
     n = len(prepared.ids)
     dominant = np.full(n, -1, dtype=np.int64)
     old_parts: list[BOOL] = []
+    token_origin_parts: list[I64] = []
     origin_parts: list[I64] = []
     copied = 0
     blocks: list[int] = []
@@ -266,6 +283,7 @@ def ground_truth(prepared: Prepared, query_docs: int = 5000, k: int = 8) -> Trut
         if res.dominant is not None:
             dominant[i] = res.dominant
         old_parts.append(res.token_origin >= 0)
+        token_origin_parts.append(res.token_origin)
         origin_parts.append(res.origins)
         copied += int(np.count_nonzero(res.origins != res.ordinal))
         blocks.extend(_block_token_lengths(res.origins, res.ordinal, k))
@@ -285,6 +303,9 @@ def ground_truth(prepared: Prepared, query_docs: int = 5000, k: int = 8) -> Trut
         shingle_offsets=shingle_offsets,
         shingle_copy_ratio=copied / max(prepared.total_shingles, 1),
         mean_copied_block=float(np.mean(blocks)) if blocks else 0.0,
+        token_origin=(
+            np.concatenate(token_origin_parts) if token_origin_parts else np.zeros(0, np.int64)
+        ),
     )
 
 
@@ -525,11 +546,14 @@ def run_experiment(
     seed: int = 0,
     alignment: bool = True,
     progress: Callable[[str], None] | None = None,
+    sizes: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """Run the whole grid on the Reuters copy stream (and headline configs on the plain
     Reuters stream) and, when ``alignment``, the PAN13 passage alignment
     (:func:`neardup.evaluation.alignment.run_alignment`); write ``results.json``,
     ``results.md``, ``alignment.*`` and PNG plots to ``out_dir``.
+    ``sizes`` (fractions of all shingles) reruns only those memory sizes and merges them into
+    an existing ``out_dir/results.json`` (runs at other sizes are kept as they were).
     Returns the results dictionary."""
     say = progress or (lambda _msg: None)
     data = Path(data_dir) if data_dir else Path(__file__).resolve().parents[4] / "shared" / "data"
@@ -538,7 +562,13 @@ def run_experiment(
         raise InputError(f"Reuters data not found at {reuters_path}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    fractions = QUICK_FRACTIONS if quick else MEMORY_FRACTIONS if full else DEFAULT_FRACTIONS
+    fractions: Sequence[float] = (
+        QUICK_FRACTIONS if quick else MEMORY_FRACTIONS if full else DEFAULT_FRACTIONS
+    )
+    if sizes is not None:
+        if not sizes or not all(0.0 < f <= 1.0 for f in sizes):
+            raise ConfigError(f"sizes must be fractions in (0, 1], got {list(sizes)!r}")
+        fractions = tuple(sizes)
     reuters = load_reuters(reuters_path)
     results: dict[str, Any] = {"machine": _machine(), "fractions": list(fractions), "streams": {}}
     streams = {
@@ -609,10 +639,29 @@ def run_experiment(
         results["alignment"] = {
             k: {c: s.to_dict() for c, s in v.items()} for k, v in scores.items()
         }
+    if sizes is not None and (out_dir / "results.json").exists():
+        results = _merge_sizes(json.loads((out_dir / "results.json").read_text()), results)
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=_json_default))
     (out_dir / "results.md").write_text(render_markdown(results))
     _plots(results, out_dir)
     return results
+
+
+def _merge_sizes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``old`` results with every run at one of ``new``'s sizes replaced by ``new``'s."""
+    rerun = set(new["fractions"])
+    merged = dict(old)
+    merged["machine"] = new["machine"]
+    merged["fractions"] = sorted(set(old["fractions"]) | rerun, reverse=True)
+    merged["streams"] = dict(old["streams"])
+    for name, entry in new["streams"].items():
+        kept = [
+            r for r in old["streams"].get(name, {}).get("runs", []) if r["fraction"] not in rerun
+        ]
+        merged["streams"][name] = {**entry, "runs": kept + entry["runs"]}
+    if "alignment" in new:
+        merged["alignment"] = new["alignment"]
+    return merged
 
 
 def _json_default(value: Any) -> Any:
@@ -759,7 +808,19 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="50 %% + the 8 sizes of Table 2")
     parser.add_argument("--query-docs", type=int, default=5000)
     parser.add_argument("--no-alignment", action="store_true", help="skip PAN13 alignment")
+    parser.add_argument(
+        "--sizes",
+        default=None,
+        help="comma-separated fractions of all shingles (e.g. 0.003,0.001): rerun only these"
+        " sizes and merge them into OUT/results.json",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
+    sizes = None
+    if args.sizes is not None:
+        try:
+            sizes = tuple(float(x) for x in args.sizes.split(",") if x.strip())
+        except ValueError:
+            parser.error(f"--sizes must be comma-separated numbers, got {args.sizes!r}")
     run_experiment(
         args.out,
         data_dir=args.data,
@@ -768,6 +829,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         query_docs=args.query_docs,
         alignment=not args.no_alignment,
         progress=lambda m: print(m, file=sys.stderr, flush=True),
+        sizes=sizes,
     )
     return 0
 

@@ -56,8 +56,13 @@ class OriginConfig(Config):
 
     ``selection_parameter`` is l (every, modulo), w (winnowing) or p (hashbreak, dct); ``None``
     takes the paper's best value (:data:`DEFAULT_SELECTION_PARAMETER`).  ``memory_bytes`` is
-    the hard budget of the hash table (``None``: unlimited, no eviction).  ``seed`` seeds the
-    token hashes and the eviction random generator (results are deterministic for a seed).
+    the hard budget of the hash table (``None``: unlimited, no eviction).  ``insert_modulo``
+    r > 1 (not in the paper; 1 = the paper) still looks up every selected shingle but stores
+    only those whose fingerprint bits 16-31 are 0 mod r: a content-defined 1/r sample, the
+    same shingles in every document, so a small table spans r times more documents while
+    every token stays covered by a looked-up shingle (see docs/origin.md, small memory).
+    ``seed`` seeds the token hashes and the eviction random generator (results are
+    deterministic for a seed).
     """
 
     SCHEME = "origin"
@@ -75,6 +80,7 @@ class OriginConfig(Config):
     lucky_limit: int = 11
     copycount_saturated: int = 10
     seed: int = 0
+    insert_modulo: int = 1
 
     def __post_init__(self) -> None:
         check_int("shingle_width", self.shingle_width, low=1, high=64)
@@ -101,6 +107,7 @@ class OriginConfig(Config):
         check_int("lucky_limit", self.lucky_limit, low=1, high=254)
         check_int("copycount_saturated", self.copycount_saturated, low=1, high=255)
         check_int("seed", self.seed, low=0, high=(1 << 64) - 1)
+        check_int("insert_modulo", self.insert_modulo, low=1, high=1 << 16)
 
     @classmethod
     def reference(cls, shingle_width: int = 8, seed: int = 0) -> OriginConfig:
@@ -133,10 +140,17 @@ class OriginConfig(Config):
             sel = names[self.selection] + (str(self.parameter) if self.parameter else "")
             if self.no_overlap:
                 sel = "N" + sel
+        if self.insert_modulo > 1:
+            sel += f"(store 1/{self.insert_modulo})"
         evict = {"random": "R", "lru": "LRU", "copycount": "CC", "lucky": "LS"}[self.eviction]
-        if self.eviction == "lucky" and self.lucky_limit != 11:
-            evict += f"(limit {self.lucky_limit})"
-        return f"{sel}+{evict}+{self.estimation.upper()}"
+        if self.eviction == "lucky":
+            knobs = [f"limit {self.lucky_limit}"] if self.lucky_limit != 11 else []
+            knobs += [f"y {self.lucky_every}"] if self.lucky_every != 7 else []
+            evict += f"({', '.join(knobs)})" if knobs else ""
+        estimation = self.estimation.upper()
+        if self.estimation in ("b", "be") and self.bridge_limit != 30:
+            estimation += f"(T {self.bridge_limit})"
+        return f"{sel}+{evict}+{estimation}"
 
 
 _MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)

@@ -17,7 +17,8 @@ in-memory registry keeps the id of every document that still has at least one sh
 the table (reference-counted; at most one id per table entry, about 200 bytes an id); with
 ``id_log=PATH`` the ids go to an append-only file instead (:mod:`.idlog`, the paper's
 "fingerprint of the origin" resolved on disk) and memory is the table plus a constant.
-When ``reject_repeated_ids`` is on, the set of ids seen costs about 120 bytes a document.
+When ``reject_repeated_ids`` is on, the ids seen are kept as 64-bit hashes
+(:mod:`.seen`): 8 bytes a document, the one part of memory that grows with the stream.
 
 Reference mode (``OriginConfig.reference()``): All, unlimited memory, NB: the exact origin
 of every shingle, the ground truth the paper measures against.
@@ -52,6 +53,7 @@ from neardup.detect.origin.estimate import (
 from neardup.detect.origin.evict import lucky_bonus
 from neardup.detect.origin.idlog import IdLog
 from neardup.detect.origin.records import OriginReport, Segment
+from neardup.detect.origin.seen import SeenIds
 from neardup.detect.origin.select import Selection, select
 from neardup.detect.origin.table import BucketTable, UnlimitedTable, make_table
 from neardup.errors import ConflictError, InputError, StoreError
@@ -61,7 +63,7 @@ from neardup.text import TextConfig, Tokens, ensure_text, tokenize
 __all__ = ["TEXT_CONFIG", "DocResult", "OriginDetector"]
 
 TEXT_CONFIG = TextConfig(stem=False, drop_stop_words=False, min_token_length=1, numbers="keep")
-_STATE_VERSION = 1
+_STATE_VERSION = 2  # 2: seen ids saved as 64-bit hashes (1: as a JSON list of ids)
 
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
@@ -108,7 +110,7 @@ class OriginDetector:
         self._lucky = self.config.eviction == "lucky" and self.config.memory_bytes is not None
         self._next = 0
         self._registry: dict[int, list[Any]] = {}  # ordinal -> [id, stored entries]
-        self._seen: set[str] | None = set() if reject_repeated_ids else None
+        self._seen: SeenIds | None = SeenIds() if reject_repeated_ids else None
         self.last_date: str | None = None  # kept for callers that enforce date order
         self._ids: IdLog | None = None
         if id_log is not None:
@@ -148,10 +150,8 @@ class OriginDetector:
         """Process a document given its token hashes (the evaluation's fast path)."""
         if not isinstance(doc_id, str) or not doc_id:
             raise InputError(f"document id must be a non-empty string, got {doc_id!r}")
-        if self._seen is not None:
-            if doc_id in self._seen:
-                raise ConflictError(f"document id {doc_id!r} was already processed")
-            self._seen.add(doc_id)
+        if self._seen is not None and not self._seen.add(doc_id):
+            raise ConflictError(f"document id {doc_id!r} was already processed")
         own = self._next
         self._next += 1
         if self._ids is not None:
@@ -159,7 +159,8 @@ class OriginDetector:
         th = np.ascontiguousarray(token_hashes, dtype=np.uint64)
         sel = select(th, self.config)
         fps = sel.fingerprints
-        hits, evicted = self.table.probe(fps, own)
+        insert = self._insert_mask(fps)
+        hits, evicted = self.table.probe(fps, own, insert)
         est = estimate(
             own, fps, hits.found, hits.origin, hits.offset, hits.prev, hits.next,
             self._method, self.config.bridge_limit,
@@ -171,16 +172,31 @@ class OriginDetector:
             if o != own:
                 names[o] = self._registry[o][0] if self._ids is None else self._ids.get(o)
         if self._ids is None:
-            inserted = int(fps.shape[0] - np.count_nonzero(hits.found))
+            stored = ~hits.found if insert is None else ~hits.found & insert
+            inserted = int(np.count_nonzero(stored))
             self._account(own, doc_id, inserted, evicted)
         tok = token_origins(th.shape[0], sel.starts, sel.ends, est, own)
         dom, most = dominant_origin(est, own)
         return DocResult(own, doc_id, int(th.shape[0]), sel, est, tok, dom, most, names, hits.found)
 
+    def _insert_mask(self, fps: U64) -> npt.NDArray[np.bool_] | None:
+        """Which selected fingerprints may be stored (``insert_modulo``; None = all)."""
+        r = self.config.insert_modulo
+        if r == 1:
+            return None
+        low = (fps >> np.uint64(16)) & np.uint64(0xFFFF)
+        return np.asarray(low % np.uint64(r) == 0)
+
     def close(self) -> None:
-        """Flush and close the id log, if any (the in-memory state stays usable for save)."""
+        """Flush the id log, if any (the in-memory state stays usable for save)."""
         if self._ids is not None:
             self._ids.flush()
+
+    def close_log(self) -> None:
+        """Flush and close the id log's files, if any: the detector can neither process
+        another document nor save after this (for callers that delete the log)."""
+        if self._ids is not None:
+            self._ids.close()
 
     def _account(self, own: int, doc_id: str, inserted: int, evicted: I64) -> None:
         """Reference counts of stored entries per origin, so ids of evicted docs are freed."""
@@ -250,13 +266,14 @@ class OriginDetector:
         reg_ord = np.fromiter(self._registry.keys(), dtype=np.int64, count=len(self._registry))
         reg_cnt = np.array([v[1] for v in self._registry.values()], dtype=np.int64)
         reg_ids = json.dumps([v[0] for v in self._registry.values()])
-        seen = json.dumps(sorted(self._seen) if self._seen is not None else [])
         arrays: dict[str, Any] = {f"table_{k}": v for k, v in self.table.arrays().items()}
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         arrays["registry_ordinals"] = reg_ord
         arrays["registry_counts"] = reg_cnt
         arrays["registry_ids"] = np.frombuffer(reg_ids.encode(), dtype=np.uint8)
-        arrays["seen"] = np.frombuffer(seen.encode(), dtype=np.uint8)
+        arrays["seen_hashes"] = (
+            self._seen.to_array() if self._seen is not None else np.zeros(0, dtype=np.uint64)
+        )
         tmp = target.with_name(target.name + ".tmp")
         try:
             with open(tmp, "wb") as fh:
@@ -275,11 +292,16 @@ class OriginDetector:
             raise StoreError(f"cannot read origin state {path}: {exc}") from exc
         try:
             meta = json.loads(files["meta"].tobytes())
-            if meta.get("version") != _STATE_VERSION:
+            if meta.get("version") not in (1, _STATE_VERSION):
                 raise StoreError(f"origin state {path} has unknown version {meta.get('version')}")
             config = OriginConfig(**meta["config"])
             ids = json.loads(files["registry_ids"].tobytes())
-            seen = json.loads(files["seen"].tobytes())
+            if meta["version"] == 1:
+                seen = SeenIds()
+                for doc_id in json.loads(files["seen"].tobytes()):
+                    seen.add(str(doc_id))
+            else:
+                seen = SeenIds(files["seen_hashes"].astype(np.uint64))
             ordinals = files["registry_ordinals"].tolist()
             counts = files["registry_counts"].tolist()
         except (KeyError, ValueError, TypeError) as exc:
@@ -296,5 +318,5 @@ class OriginDetector:
             int(o): [str(i), int(c)] for o, i, c in zip(ordinals, ids, counts, strict=True)
         }
         if self._seen is not None:
-            self._seen = set(seen)
+            self._seen = seen
         return self

@@ -156,9 +156,12 @@ def _probe_insert(
     f_prev: U8,
     f_next: U8,
     evicted: I64,
+    insert: BOOL,
 ) -> int:  # pragma: no cover - numba
-    """Probe every fingerprint in order, inserting misses; returns the number evicted."""
+    """Probe every fingerprint in order, inserting misses (only those with ``insert[j]`` when
+    ``insert`` is not empty); returns the number evicted."""
     m = fps.shape[0]
+    filtered = insert.shape[0] > 0
     has_off = offset.shape[0] > 0
     has_nb = prev.shape[0] > 0
     has_score = score.shape[0] > 0
@@ -200,6 +203,8 @@ def _probe_insert(
                     score[e] += np.uint8(1)
                 if policy == LUCKY or score[e] == 255:
                     halve_if_needed(policy, base, n, score, saturated, limit)
+            continue
+        if filtered and not insert[j]:
             continue
         if n < bsize:
             e = base + n
@@ -316,8 +321,10 @@ class BucketTable:
         """Number of shingles currently stored."""
         return int(self.fill.sum(dtype=np.int64))
 
-    def probe(self, fps: U64, own: int) -> tuple[Hits, I64]:
-        """Look up / insert each fingerprint in order; returns hits and evicted origins."""
+    def probe(self, fps: U64, own: int, insert: BOOL | None = None) -> tuple[Hits, I64]:
+        """Look up / insert each fingerprint in order; returns hits and evicted origins.
+
+        ``insert`` (optional, one bool per fingerprint): store only those misses."""
         m = fps.shape[0]
         found = np.zeros(m, dtype=np.bool_)
         origin = np.full(m, own, dtype=np.int64)
@@ -330,6 +337,7 @@ class BucketTable:
             fps, own, self.nbuckets, self.bucket_size, self.tag_hi, self.tag_lo, self.origin,
             self.offset, self.prev, self.next, self.score, self.fill, self.rng, self._policy,
             cfg.copycount_saturated, cfg.lucky_limit, found, origin, off, prev, nxt, evicted,
+            np.zeros(0, dtype=np.bool_) if insert is None else insert,
         )  # fmt: skip
         return Hits(found, origin, off, prev, nxt), evicted[:nev]
 
@@ -373,8 +381,9 @@ class UnlimitedTable:
         """Rough bytes of the dict (grows with the stream)."""
         return len(self._facts) * 200
 
-    def probe(self, fps: U64, own: int) -> tuple[Hits, I64]:
-        """Look up / insert each fingerprint in order (never evicts)."""
+    def probe(self, fps: U64, own: int, insert: BOOL | None = None) -> tuple[Hits, I64]:
+        """Look up / insert each fingerprint in order (never evicts); ``insert`` as for
+        :meth:`BucketTable.probe`."""
         m = fps.shape[0]
         found = np.zeros(m, dtype=np.bool_)
         origin = np.full(m, own, dtype=np.int64)
@@ -386,10 +395,12 @@ class UnlimitedTable:
         get = facts.get
         pb = prev_b.tolist()
         nb = next_b.tolist()
+        keep = [True] * m if insert is None else insert.tolist()
         for j, fp in enumerate(fps.tolist()):
             hit = get(fp)
             if hit is None:
-                facts[fp] = (own, j & 255, pb[j], nb[j])
+                if keep[j]:
+                    facts[fp] = (own, j & 255, pb[j], nb[j])
             else:
                 found[j] = True
                 origin[j], off[j], prev[j], nxt[j] = hit

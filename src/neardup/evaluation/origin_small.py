@@ -1,0 +1,497 @@
+"""Origin detection at small memory (seed 004): why TF falls, and a held-out tuning protocol.
+
+Everything here runs on the copy stream of :mod:`neardup.evaluation.origin` and its reference
+ground truth (the paper's Section 3.1).  Three analyses:
+
+* :func:`error_breakdown` splits the token-freshness errors of one configuration into
+  *fresh called old* (a novel token labelled copied) and *old called fresh* (a copied token
+  missed), and the missed copied tokens by the *age* of their true origin (documents between
+  the origin and the copying document), with the table's capacity in entries and in
+  "documents' worth" of selected shingles.
+* :func:`tune` is the paper's protocol for choosing parameters (Section 3.2 evaluates on the
+  last query documents; we split them): the query documents are split in time into an
+  earlier half (*tuning*) and a later half (*held out*).  For each memory size the candidate
+  with the best tuning-half TF among those whose tuning-half DO is at least the paper's DO is
+  chosen, and its scores on the held-out half are reported.  The candidate family is fixed in
+  advance (:data:`CANDIDATES`): the knobs the paper leaves open or fixes "after some
+  preliminary experiments": the lucky halving limit and y, the bridge limit T, bridging with
+  or without expansion, and the eviction policy, all with NHs.
+* :func:`copy_reuse` counts how often a copied shingle is copied again (what frequency-based
+  eviction - Copy Count, Lucky - can exploit), and :func:`insert_sampling` tries storing only
+  a content-defined 1/r sample of the looked-up shingles (``OriginConfig.insert_modulo``).
+* :func:`locality` reruns a configuration on copy streams whose passages come from the 500
+  most recent originals with a larger share: it measures how much of the small-memory TF
+  depends on how far back the copied sources lie rather than on the algorithm.
+
+Run: ``python -m neardup.evaluation.origin_small --out docs/origin`` (about 4 minutes on a
+free core); writes ``small_memory.json`` and ``small_memory.md``.  Deterministic (seeded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from neardup.detect.origin import OriginConfig, OriginDetector
+from neardup.errors import ConfigError, InputError
+from neardup.evaluation.origin import (
+    COPY_STREAM_ORIGINALS,
+    Prepared,
+    Truth,
+    _machine,
+    copy_stream,
+    ground_truth,
+    load_reuters,
+    memory_for_fraction,
+    prepare,
+)
+from neardup.shingles import word_shingles
+
+__all__ = [
+    "AGE_BINS",
+    "CANDIDATES",
+    "PAPER_NHS_LS_BE",
+    "copy_reuse",
+    "error_breakdown",
+    "insert_sampling",
+    "locality",
+    "run_split",
+    "split_query",
+    "tune",
+]
+
+I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
+
+# The paper's NHs + Lucky + BE on blogs (Tables 5, 6, 9): fraction -> (DO, TF) in %.
+PAPER_NHS_LS_BE: dict[float, tuple[float, float]] = {
+    0.342: (98.5, 93.6),
+    0.033: (93.7, 89.6),
+    0.003: (84.3, 81.6),
+    0.001: (79.7, 78.1),
+}
+SMALL_FRACTIONS = (0.003, 0.001)
+# Age (documents between origin and copy) bins of the missed-copy breakdown.
+AGE_BINS = (0, 50, 150, 500, 2000, 1 << 62)
+
+
+def _candidates() -> tuple[OriginConfig, ...]:
+    out: list[OriginConfig] = []
+    for estimation in ("b", "be"):
+        for limit in (2, 3, 4):
+            for every in (3, 5, 7):
+                for bridge in (30, 255):
+                    out.append(
+                        OriginConfig(
+                            eviction="lucky",
+                            lucky_limit=limit,
+                            lucky_every=every,
+                            estimation=estimation,
+                            bridge_limit=bridge,
+                        )
+                    )
+    for eviction in ("random", "lru"):
+        for estimation in ("b", "be"):
+            out.append(OriginConfig(eviction=eviction, estimation=estimation))
+    return tuple(out)
+
+
+CANDIDATES: tuple[OriginConfig, ...] = _candidates()
+
+
+def split_query(truth: Truth) -> tuple[I64, I64]:
+    """The query documents split in time: (earlier half = tuning, later half = held out)."""
+    half = truth.query.shape[0] // 2
+    return truth.query[:half], truth.query[half:]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """Predictions of one configuration over the stream (query documents only filled)."""
+
+    pred_old: BOOL
+    most_copied: I64
+    capacity: int
+    selected_per_doc: float
+
+
+def _stream(prepared: Prepared, truth: Truth, config: OriginConfig, fraction: float) -> _Run:
+    mem = memory_for_fraction(fraction, prepared.total_shingles, config.bucket_size)
+    det = OriginDetector(dataclasses.replace(config, memory_bytes=mem), reject_repeated_ids=False)
+    is_query = np.zeros(len(prepared.ids), dtype=bool)
+    is_query[truth.query] = True
+    pred = np.zeros(truth.token_old.shape[0], dtype=bool)
+    most = np.full(len(prepared.ids), -2, dtype=np.int64)
+    selected = 0
+    for i, (doc_id, th) in enumerate(zip(prepared.ids, prepared.hashes, strict=True)):
+        res = det.process_hashes(doc_id, th)
+        selected += len(res.selection)
+        if is_query[i]:
+            a, b = truth.token_offsets[i], truth.token_offsets[i + 1]
+            pred[a:b] = res.token_origin >= 0
+            most[i] = res.most_copied
+    return _Run(pred, most, int(det.table.capacity), selected / max(len(prepared.ids), 1))
+
+
+def _token_index(truth: Truth, docs: I64) -> I64:
+    parts = [np.arange(truth.token_offsets[i], truth.token_offsets[i + 1]) for i in docs.tolist()]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _scores(truth: Truth, run: _Run, docs: I64) -> dict[str, float]:
+    """DO, TF and the two kinds of TF error (all in %) over ``docs``."""
+    idx = _token_index(truth, docs)
+    true_old = truth.token_old[idx]
+    pred = run.pred_old[idx]
+    return {
+        "do": 100 * float(np.mean(run.most_copied[docs] == truth.dominant[docs])),
+        "tf": 100 * float(np.mean(true_old == pred)),
+        "fresh_called_old": 100 * float(np.mean(~true_old & pred)),
+        "old_called_fresh": 100 * float(np.mean(true_old & ~pred)),
+    }
+
+
+def run_split(
+    prepared: Prepared, truth: Truth, config: OriginConfig, fraction: float
+) -> dict[str, Any]:
+    """Scores of ``config`` at ``fraction`` on the tuning half, the held-out half and all."""
+    t0 = time.perf_counter()
+    run = _stream(prepared, truth, config, fraction)
+    tuning, held_out = split_query(truth)
+    return {
+        "label": config.label,
+        "config": config.to_dict(),
+        "fraction": fraction,
+        "capacity": run.capacity,
+        "tuning": _scores(truth, run, tuning),
+        "held_out": _scores(truth, run, held_out),
+        "all": _scores(truth, run, truth.query),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def error_breakdown(
+    prepared: Prepared, truth: Truth, config: OriginConfig, fraction: float
+) -> dict[str, Any]:
+    """TF errors of ``config`` at ``fraction`` by kind and by the age of the true origin.
+
+    Needs ``truth.token_origin`` (set by :func:`neardup.evaluation.origin.ground_truth`).
+    """
+    if truth.token_origin.shape != truth.token_old.shape:
+        raise InputError("truth has no token origins: build it with ground_truth()")
+    run = _stream(prepared, truth, config, fraction)
+    idx = _token_index(truth, truth.query)
+    doc_of_token = np.repeat(
+        truth.query, np.diff(truth.token_offsets)[truth.query].astype(np.int64)
+    )
+    true_old = truth.token_old[idx]
+    missed = true_old & ~run.pred_old[idx]
+    age = doc_of_token - truth.token_origin[idx]
+    old_hist = np.histogram(age[true_old], AGE_BINS)[0]
+    miss_hist = np.histogram(age[missed], AGE_BINS)[0]
+    return {
+        "label": config.label,
+        "fraction": fraction,
+        "capacity": run.capacity,
+        "selected_per_doc": run.selected_per_doc,
+        "documents_held": run.capacity / max(run.selected_per_doc, 1e-9),
+        **_scores(truth, run, truth.query),
+        "query_tokens": int(idx.shape[0]),
+        "age_bins": list(AGE_BINS),
+        "old_tokens_by_age": old_hist.tolist(),
+        "missed_by_age": miss_hist.tolist(),
+        "miss_rate_by_age": [
+            100 * m / o if o else math.nan for m, o in zip(miss_hist, old_hist, strict=True)
+        ],
+    }
+
+
+def tune(
+    prepared: Prepared,
+    truth: Truth,
+    fractions: Sequence[float] = SMALL_FRACTIONS,
+    candidates: Sequence[OriginConfig] = CANDIDATES,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Choose per size on the tuning half, report on the held-out half (see module doc).
+
+    The rule: the best tuning-half TF among candidates whose tuning-half DO is at least the
+    paper's DO at that size (:data:`PAPER_NHS_LS_BE`; no constraint at other sizes).
+    """
+    say = progress or (lambda _m: None)
+    out: dict[str, Any] = {}
+    for fraction in fractions:
+        runs = []
+        for config in candidates:
+            r = run_split(prepared, truth, config, fraction)
+            say(
+                f"{fraction:.3%} {r['label']}: tuning DO {r['tuning']['do']:.1f} TF"
+                f" {r['tuning']['tf']:.1f}; held out DO {r['held_out']['do']:.1f}"
+                f" TF {r['held_out']['tf']:.1f}"
+            )
+            runs.append(r)
+        floor = PAPER_NHS_LS_BE.get(fraction, (0.0, 0.0))[0]
+        eligible = [r for r in runs if r["tuning"]["do"] >= floor] or runs
+        best = max(eligible, key=lambda r: r["tuning"]["tf"])
+        out[str(fraction)] = {"chosen": best["label"], "runs": runs}
+    return out
+
+
+def copy_reuse(prepared: Prepared, k: int = 8) -> dict[str, float]:
+    """How many times a copied shingle is copied: for every distinct shingle found in two or
+    more documents, the number of documents after the first one (exact; distinct shingles
+    per document)."""
+    parts = [np.unique(word_shingles(h, k)) for h in prepared.hashes if h.shape[0] >= k]
+    if not parts:
+        return {"copied_shingles": 0, "mean": math.nan, "median": math.nan, "p90": math.nan}
+    _, counts = np.unique(np.concatenate(parts), return_counts=True)
+    copies = counts[counts >= 2] - 1
+    if copies.size == 0:
+        return {"copied_shingles": 0, "mean": math.nan, "median": math.nan, "p90": math.nan}
+    return {
+        "copied_shingles": int(copies.size),
+        "mean": float(np.mean(copies)),
+        "median": float(np.median(copies)),
+        "p90": float(np.percentile(copies, 90)),
+        "share_copied_once": float(np.mean(copies == 1)),
+    }
+
+
+def insert_sampling(
+    prepared: Prepared,
+    truth: Truth,
+    base: OriginConfig,
+    moduli: Sequence[int] = (1, 2, 4),
+    fractions: Sequence[float] = SMALL_FRACTIONS,
+) -> list[dict[str, Any]]:
+    """``base`` with ``insert_modulo`` r for each r in ``moduli`` (1 = the paper)."""
+    return [
+        run_split(prepared, truth, dataclasses.replace(base, insert_modulo=r), fraction)
+        for r in moduli
+        for fraction in fractions
+    ]
+
+
+def locality(
+    reuters: Sequence[Any],
+    config: OriginConfig,
+    fractions: Sequence[float] = SMALL_FRACTIONS,
+    shares: Sequence[float] = (0.6, 0.8, 1.0),
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """DO/TF of ``config`` on copy streams with ``recent_share`` of passages from the 500
+    most recent originals (0.6 is the evaluation stream)."""
+    out = []
+    for share in shares:
+        stream = copy_stream(reuters[:COPY_STREAM_ORIGINALS], seed=seed, recent_share=share)
+        prepared = prepare(stream)
+        truth = ground_truth(prepared)
+        base = 100 * (1 - float(np.mean(truth.token_old[_token_index(truth, truth.query)])))
+        for fraction in fractions:
+            run = _stream(prepared, truth, config, fraction)
+            out.append(
+                {
+                    "recent_share": share,
+                    "fraction": fraction,
+                    "label": config.label,
+                    "fresh_baseline": base,
+                    **_scores(truth, run, truth.query),
+                }
+            )
+    return out
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def _f(x: float) -> str:
+    return "n/a" if x != x else f"{x:.1f}"
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    """Markdown of a :func:`main` results dictionary."""
+    lines = [
+        "# Origin detection at small memory (generated by"
+        " `python -m neardup.evaluation.origin_small`)",
+        "",
+        f"Machine: `{json.dumps(results['machine'])}`",
+        "",
+        "## Where the TF errors are (all query documents)",
+        "",
+        "| config | size | capacity (entries) | docs held | DO | TF | fresh called old"
+        " | old called fresh |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for b in results["breakdown"]:
+        lines.append(
+            f"| {b['label']} | {100 * b['fraction']:.1f} % | {b['capacity']} |"
+            f" {b['documents_held']:.0f} | {_f(b['do'])} | {_f(b['tf'])} |"
+            f" {_f(b['fresh_called_old'])} | {_f(b['old_called_fresh'])} |"
+        )
+    bins = AGE_BINS
+    heads = [f"{bins[i]}-{bins[i + 1]}" for i in range(len(bins) - 2)] + [f">= {bins[-2]}"]
+    lines += [
+        "",
+        "Copied tokens missed, by the age of their true origin (documents), % of the copied"
+        " tokens of that age:",
+        "",
+        "| config | size | " + " | ".join(heads) + " |",
+        "|---|---|" + "---|" * len(heads),
+    ]
+    first = results["breakdown"][0]
+    total_old = sum(first["old_tokens_by_age"])
+    lines.append(
+        "| share of copied tokens | | "
+        + " | ".join(_f(100 * o / total_old) for o in first["old_tokens_by_age"])
+        + " |"
+    )
+    for b in results["breakdown"]:
+        lines.append(
+            f"| {b['label']} | {100 * b['fraction']:.1f} % | "
+            + " | ".join(_f(x) for x in b["miss_rate_by_age"])
+            + " |"
+        )
+    lines += ["", "## Held-out tuning (choose on the earlier half, report the later half)", ""]
+    for fraction, entry in results["tune"].items():
+        frac = float(fraction)
+        paper = PAPER_NHS_LS_BE.get(frac)
+        lines += [
+            f"### {100 * frac:.1f} % (paper NHs+LS+BE: DO {paper[0] if paper else 'n/a'},"
+            f" TF {paper[1] if paper else 'n/a'}); chosen: **{entry['chosen']}**",
+            "",
+            "| config | tuning DO | tuning TF | held-out DO | held-out TF |",
+            "|---|---|---|---|---|",
+        ]
+        runs = sorted(entry["runs"], key=lambda r: -r["tuning"]["tf"])
+        for r in runs:
+            mark = "**" if r["label"] == entry["chosen"] else ""
+            lines.append(
+                f"| {mark}{r['label']}{mark} | {_f(r['tuning']['do'])} |"
+                f" {_f(r['tuning']['tf'])} | {_f(r['held_out']['do'])} |"
+                f" {_f(r['held_out']['tf'])} |"
+            )
+        lines.append("")
+    if results.get("chosen_everywhere"):
+        lines += [
+            "## The chosen configurations at every size (held-out half)",
+            "",
+            "| config | " + " | ".join(f"{100 * f:.1f} %" for f in PAPER_NHS_LS_BE) + " |",
+            "|---|" + "---|" * len(PAPER_NHS_LS_BE),
+            "| paper NHs+LS+BE (blogs) | "
+            + " | ".join(f"{d} / {t}" for d, t in PAPER_NHS_LS_BE.values())
+            + " |",
+        ]
+        for label, per in results["chosen_everywhere"].items():
+            cells = []
+            for f in PAPER_NHS_LS_BE:
+                r = per.get(str(f))
+                cells.append(
+                    "n/a" if r is None else f"{_f(r['held_out']['do'])} / {_f(r['held_out']['tf'])}"
+                )
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if results.get("copy_reuse"):
+        r = results["copy_reuse"]
+        lines += [
+            "## Copy reuse",
+            "",
+            f"{r['copied_shingles']} distinct shingles occur in two or more documents; each is"
+            f" copied {r['mean']:.2f} times on average (median {r['median']:.0f}, 90th"
+            f" percentile {r['p90']:.0f}); {100 * r['share_copied_once']:.1f} % are copied once.",
+            "",
+        ]
+    if results.get("insert_sampling"):
+        lines += [
+            "## Storing a 1/r sample of the looked-up shingles (`insert_modulo`)",
+            "",
+            "| config | size | tuning DO | tuning TF | held-out DO | held-out TF |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in results["insert_sampling"]:
+            lines.append(
+                f"| {r['label']} | {100 * r['fraction']:.1f} % | {_f(r['tuning']['do'])} |"
+                f" {_f(r['tuning']['tf'])} | {_f(r['held_out']['do'])} |"
+                f" {_f(r['held_out']['tf'])} |"
+            )
+        lines.append("")
+    if results.get("locality"):
+        lines += [
+            "## Locality: the same configuration on streams with more recent sources",
+            "",
+            "| config | recent share | size | all-fresh TF baseline | DO | TF |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in results["locality"]:
+            lines.append(
+                f"| {r['label']} | {r['recent_share']:.1f} | {100 * r['fraction']:.1f} % |"
+                f" {_f(r['fresh_baseline'])} | {_f(r['do'])} | {_f(r['tf'])} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    """``python -m neardup.evaluation.origin_small --out docs/origin``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--out", type=Path, default=Path("docs/origin"))
+    parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--no-locality", action="store_true", help="skip the locality streams")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    data = args.data or Path(__file__).resolve().parents[4] / "shared" / "data"
+    path = Path(data) / "reuters21578" / "docs.jsonl.gz"
+    if not path.exists():
+        raise InputError(f"Reuters data not found at {path}")
+    reuters = load_reuters(path)
+    prepared = prepare(copy_stream(reuters[:COPY_STREAM_ORIGINALS], seed=0))
+    truth = ground_truth(prepared)
+    results: dict[str, Any] = {"machine": _machine()}
+    baselines = (
+        OriginConfig(lucky_limit=2, estimation="b"),
+        OriginConfig(lucky_limit=2, estimation="be"),
+        OriginConfig(selection="all", no_overlap=False, eviction="random", estimation="nb"),
+    )
+    results["breakdown"] = [
+        error_breakdown(prepared, truth, c, f) for c in baselines for f in SMALL_FRACTIONS
+    ]
+    results["tune"] = tune(prepared, truth, progress=say)
+    chosen = {e["chosen"]: e for e in results["tune"].values()}
+    by_label = {r["label"]: r["config"] for e in results["tune"].values() for r in e["runs"]}
+    everywhere: dict[str, dict[str, Any]] = {}
+    for label in chosen:
+        config = OriginConfig(**by_label[label])
+        per = {}
+        for fraction in PAPER_NHS_LS_BE:
+            r = run_split(prepared, truth, config, fraction)
+            say(f"{label} {fraction:.3%}: held out DO {r['held_out']['do']:.1f}"
+                f" TF {r['held_out']['tf']:.1f}")  # fmt: skip
+            per[str(fraction)] = r
+        everywhere[label] = per
+    results["chosen_everywhere"] = everywhere
+    results["copy_reuse"] = copy_reuse(prepared)
+    results["insert_sampling"] = insert_sampling(prepared, truth, baselines[0])
+    if not args.no_locality:
+        best_small = OriginConfig(**by_label[results["tune"][str(SMALL_FRACTIONS[-1])]["chosen"]])
+        results["locality"] = locality(reuters, best_small)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "small_memory.json").write_text(json.dumps(results, indent=1))
+    (out / "small_memory.md").write_text(render_markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        raise SystemExit(main())
+    except (ConfigError, InputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from exc

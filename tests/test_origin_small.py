@@ -1,0 +1,192 @@
+"""Small-memory analysis of origin detection: the seen-id store against a set, the CLI's
+bounded default, state files of version 1, labels, and the error breakdown / tuning
+protocol of ``neardup.evaluation.origin_small`` checked against direct recomputation."""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from neardup.cli import cli
+from neardup.detect.origin import OriginConfig, OriginDetector
+from neardup.detect.origin.seen import PENDING, SeenIds
+from neardup.detect.origin.table import BucketTable
+from neardup.errors import ConfigError, ConflictError
+from neardup.evaluation.origin import (
+    Prepared,
+    StreamDoc,
+    copy_stream,
+    ground_truth,
+    memory_for_fraction,
+    prepare,
+    run_config,
+)
+from neardup.evaluation.origin_small import (
+    AGE_BINS,
+    copy_reuse,
+    error_breakdown,
+    run_split,
+    split_query,
+    tune,
+)
+
+
+def test_seen_ids_match_a_set() -> None:
+    rng = random.Random(7)
+    seen = SeenIds()
+    oracle: set[str] = set()
+    for _ in range(3 * PENDING + 123):  # several flushes and merges
+        doc_id = f"doc-{rng.randrange(10 * PENDING)}"
+        assert seen.add(doc_id) == (doc_id not in oracle)
+        oracle.add(doc_id)
+    assert len(seen) == len(oracle)
+    probes = [f"doc-{i}" for i in range(10 * PENDING)]
+    assert [p in seen for p in probes] == [p in oracle for p in probes]
+    assert 42 not in seen  # not a string: never seen
+    reloaded = SeenIds(seen.to_array())
+    assert [p in reloaded for p in probes] == [p in oracle for p in probes]
+    assert seen.nbytes == 8 * len(oracle)
+    assert np.all(np.diff(seen.to_array().astype(np.float64)) > 0)  # sorted, distinct
+
+
+TEXT = " ".join(f"w{i}" for i in range(40))
+
+
+def test_version_1_state_still_loads(tmp_path: Path) -> None:
+    det = OriginDetector(OriginConfig(memory_bytes=1 << 16))
+    det.process("a", TEXT)
+    det.save(tmp_path / "s.npz")
+    # rewrite as a version-1 file: seen ids as a JSON list, no hash array
+    with np.load(tmp_path / "s.npz") as data:
+        files = {k: data[k] for k in data.files}
+    meta = json.loads(files["meta"].tobytes())
+    meta["version"] = 1
+    files["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    files["seen"] = np.frombuffer(json.dumps(["a"]).encode(), dtype=np.uint8)
+    del files["seen_hashes"]
+    np.savez(tmp_path / "v1.npz", **files)
+    old = OriginDetector.load(tmp_path / "v1.npz")
+    with pytest.raises(ConflictError):
+        old.process("a", TEXT)
+    assert old.process("b", TEXT).dominant_origin == "a"
+
+
+def test_cli_keeps_ids_on_disk_without_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    made: list[OriginDetector] = []
+    original = OriginDetector.__init__
+
+    def spy(self: OriginDetector, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(OriginDetector, "__init__", spy)
+    rows = [{"id": "a", "text": TEXT}, {"id": "b", "text": f"fresh words {TEXT}"}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = CliRunner().invoke(cli, ["origin", str(tmp_path / "in.jsonl"), "--memory", "1MB"])
+    assert result.exit_code == 0, result.output
+    out = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert out[1]["dominant_origin"] == "a"
+    assert made and made[0].registry_size == 0  # no in-memory id registry
+    assert list(scratch.iterdir()) == []  # the temporary id log is removed
+
+
+def test_labels_name_the_knobs() -> None:
+    assert OriginConfig().label == "NHs+LS+BE"
+    cfg = OriginConfig(lucky_limit=3, lucky_every=3, estimation="b", bridge_limit=255)
+    assert cfg.label == "NHs+LS(limit 3, y 3)+B(T 255)"
+
+
+def test_copy_stream_recent_share(reuters_docs: list[dict[str, Any]]) -> None:
+    docs = [StreamDoc(d["id"], d["text"], d["date"]) for d in reuters_docs if d["text"]][:300]
+    with pytest.raises(ConfigError):
+        copy_stream(docs, recent_share=1.5)
+    assert copy_stream(docs, seed=4) == copy_stream(docs, seed=4, recent_share=0.6)
+    recent = 20
+    order = {d.id: i for i, d in enumerate(docs)}
+    last = -1
+    for d in copy_stream(docs, seed=4, recent=recent, recent_share=1.0):
+        if not d.sources:
+            last = order[d.id]
+        for s in d.sources:  # every passage from the `recent` last originals
+            assert last - recent < order[s] <= last
+
+
+def test_breakdown_and_tuning_agree_with_direct_scores(
+    reuters_docs: list[dict[str, Any]],
+) -> None:
+    docs = [StreamDoc(d["id"], d["text"], d["date"]) for d in reuters_docs if d["text"]][:300]
+    prepared = prepare(copy_stream(docs, seed=0))
+    truth = ground_truth(prepared, query_docs=200)
+    cfg = OriginConfig(lucky_limit=2, estimation="b")
+    fraction = 0.02
+    b = error_breakdown(prepared, truth, cfg, fraction)
+    direct = run_config(
+        prepared,
+        truth,
+        OriginConfig(
+            lucky_limit=2,
+            estimation="b",
+            memory_bytes=memory_for_fraction(fraction, prepared.total_shingles),
+        ),
+        fraction,
+    )
+    assert b["tf"] == pytest.approx(100 * direct.tf)
+    assert b["do"] == pytest.approx(100 * direct.do)
+    assert b["fresh_called_old"] + b["old_called_fresh"] == pytest.approx(100 - b["tf"])
+    idx = np.concatenate(
+        [np.arange(truth.token_offsets[i], truth.token_offsets[i + 1]) for i in truth.query]
+    )
+    n_old = int(truth.token_old[idx].sum())
+    assert sum(b["old_tokens_by_age"]) == n_old and len(b["missed_by_age"]) == len(AGE_BINS) - 1
+    assert sum(b["missed_by_age"]) == pytest.approx(b["old_called_fresh"] / 100 * idx.shape[0])
+    tuning, held_out = split_query(truth)
+    assert tuning.shape[0] + held_out.shape[0] == 200 and tuning[-1] < held_out[0]
+    candidates = [cfg, OriginConfig(eviction="random", estimation="nb")]
+    result = tune(prepared, truth, fractions=(fraction,), candidates=candidates)
+    runs = result[str(fraction)]["runs"]
+    assert runs[0]["all"]["tf"] == pytest.approx(b["tf"])
+    best = max(runs, key=lambda r: r["tuning"]["tf"])  # no DO floor at this size
+    assert result[str(fraction)]["chosen"] == best["label"]
+    r = run_split(prepared, truth, cfg, fraction)
+    assert r["held_out"] == runs[0]["held_out"]
+
+
+@pytest.mark.parametrize("insert_modulo", [1, 3])
+def test_insert_modulo_stores_only_the_sample(
+    reuters_docs: list[dict[str, Any]], insert_modulo: int
+) -> None:
+    """Only sampled fingerprints are stored; the id registry still counts exactly the stored
+    entries per origin (so an evicted origin's id is freed, never looked up after)."""
+    cfg = OriginConfig(memory_bytes=20 * (64 * 18 + 1), insert_modulo=insert_modulo)
+    det = OriginDetector(cfg, reject_repeated_ids=False)
+    for d in [d for d in reuters_docs if d["text"]][:400]:
+        det.process(d["id"], d["text"])
+    table = det.table
+    assert isinstance(table, BucketTable)
+    used = np.arange(table.capacity) % table.bucket_size < np.repeat(table.fill, 64)
+    low = table.tag_lo[used].astype(np.uint64) >> np.uint64(16)
+    assert np.all(low % np.uint64(insert_modulo) == 0)
+    counts = np.bincount(table.origin[used])
+    registry = {o: v[1] for o, v in det._registry.items()}
+    assert registry == {o: int(c) for o, c in enumerate(counts) if c}
+
+
+def test_copy_reuse_by_hand() -> None:
+    a = np.arange(10, dtype=np.uint64)  # 3 shingles of width 8
+    b = np.concatenate([a, np.array([99], dtype=np.uint64)])  # a's 3 + 1 new
+    c = a.copy()
+    prepared = Prepared(("a", "b", "c"), (a, b, c), 3 + 4 + 3, 31)
+    r = copy_reuse(prepared)
+    assert r["copied_shingles"] == 3 and r["mean"] == 2.0 and r["share_copied_once"] == 0.0
