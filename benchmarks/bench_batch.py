@@ -16,10 +16,13 @@ Corpus (built in a temporary directory, never in the repository), deterministic 
 * The truth is the planted clusters (a base document and its copies); all documents are
   shuffled.
 
-Systems (each in its own subprocess, ``--repeat`` times (default 2), the fastest run
-reported, since the machine is shared; wall time from reading the input file to cluster
-labels, including interpreter start-up work after import; peak memory = largest sum of RSS
-over the subprocess and all its children, sampled every 50 ms):
+Systems (each in its own subprocess, ``--repeat`` times (default 2), round-robin over the
+systems, the fastest run reported, since the machine is shared; wall time from reading the
+input file to cluster labels, including the imports and writing/reading the labels; CPU time
+= user + system of the whole subprocess tree, interpreter start-up included, the least of
+the runs, which the other jobs on the machine disturb less than wall time; peak memory =
+largest sum of RSS over the subprocess and all its children, sampled every 50 ms; the load
+average before and after is saved):
 
 * ``neardup``: ``neardup.batch.dedup`` (MinHash 128, word 4-shingles, LSH bands chosen for
   the threshold, exact Jaccard verification), with a Dask LocalCluster of ``--workers``
@@ -50,6 +53,7 @@ import os
 import platform
 import random
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -291,6 +295,7 @@ def _run_system(name: str, corpus: Path, threshold: float, workers: int) -> dict
         "--workers",
         str(workers),
     ]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0
     stop = threading.Event()
@@ -308,8 +313,17 @@ def _run_system(name: str, corpus: Path, threshold: float, workers: int) -> dict
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{name} failed:\n{err[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU of the whole subprocess tree (user + system, interpreter start-up included): less
+    # sensitive than wall time to the other jobs on the shared machine.
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     seconds = json.loads(out.strip().splitlines()[-1])["seconds"]
-    return {"seconds": seconds, "peak_rss_mb": peak / 2**20, "labels": np.load(labels_path)}
+    return {
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "peak_rss_mb": peak / 2**20,
+        "labels": np.load(labels_path),
+    }
 
 
 def _pair_counts(truth: np.ndarray, pred: np.ndarray) -> tuple[float, float, float, float]:
@@ -435,15 +449,24 @@ def main() -> None:
             flush=True,
         )
         rows: dict[str, dict[str, Any]] = {}
-        for name in args.systems.split(","):
-            runs = [
-                _run_system(name, corpus, args.threshold, args.workers) for _ in range(args.repeat)
-            ]
+        names = args.systems.split(",")
+        # Round-robin over the systems, so that the load of the shared machine, which
+        # changes from minute to minute, falls on all of them alike.
+        all_runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        load_before = os.getloadavg()
+        for _ in range(args.repeat):
+            for name in names:
+                all_runs[name].append(_run_system(name, corpus, args.threshold, args.workers))
+        load_after = os.getloadavg()
+        for name in names:
+            runs = all_runs[name]
             best = min(runs, key=lambda r: r["seconds"])
             q = quality(truth, best["labels"])
             rows[name] = {
                 "seconds": round(best["seconds"], 2),
                 "all_seconds": [round(r["seconds"], 2) for r in runs],
+                "cpu_seconds": round(min(r["cpu_seconds"] for r in runs), 2),
+                "all_cpu_seconds": [round(r["cpu_seconds"], 2) for r in runs],
                 "docs_per_second": round(args.n / best["seconds"]),
                 "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs)),
                 **{k: round(v, 4) for k, v in q.items()},
@@ -456,6 +479,9 @@ def main() -> None:
                 ratios[f"{ours}_speedup_vs_{other}"] = round(
                     rows[other]["seconds"] / rows[ours]["seconds"], 2
                 )
+                ratios[f"{ours}_cpu_ratio_vs_{other}"] = round(
+                    rows[other]["cpu_seconds"] / rows[ours]["cpu_seconds"], 2
+                )
     result = {
         "benchmark": "batch dedup, Reuters sentences recombined + planted near-duplicates",
         "n": args.n,
@@ -466,6 +492,10 @@ def main() -> None:
         "repeat": args.repeat,
         "systems": rows,
         "ratios": ratios,
+        "load_average_1_5_15min": {
+            "before": [round(x, 2) for x in load_before],
+            "after": [round(x, 2) for x in load_after],
+        },
         "machine": machine_info(),
     }
     print(json.dumps(ratios))

@@ -64,6 +64,11 @@ def test_dedup_command_writes_rows_kept_and_summary(tmp_path: Path, capsys) -> N
     err = capsys.readouterr().err
     for word in ("documents: 3", "clusters: 2", "removed: 1", "time:"):
         assert word in err
+    # --driver-reads (the driver parses instead of the range readers): the same rows.
+    again = tmp_path / "again.jsonl"
+    argv = ["dedup", str(src), "-o", str(again), "--driver-reads", "-q", *FIELDS]
+    assert _exit_code([*argv, "--threshold", "0.6"]) == 0
+    assert again.read_bytes() == out.read_bytes()
 
 
 def test_keep_first_and_quiet(tmp_path: Path, capsys) -> None:

@@ -309,8 +309,9 @@ def test_dedup_writes_outputs_and_skips_a_finished_run(tmp_path: Path, planted) 
     assert again.seconds == summary.seconds  # read back from the marker, not re-run
 
 
+@pytest.mark.parametrize("worker_reads", [True, False])
 def test_interrupted_run_resumes_with_identical_output(
-    tmp_path: Path, planted, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, planted, monkeypatch: pytest.MonkeyPatch, worker_reads: bool
 ) -> None:
     path, _ = planted
     cfg = DedupConfig(threshold=THRESHOLD, partition_size=300)
@@ -326,14 +327,14 @@ def test_interrupted_run_resumes_with_identical_output(
 
     monkeypatch.setattr(engine_module, "_sign_task", failing)
     with pytest.raises(KeyboardInterrupt):
-        dedup(path, out, cfg)
+        dedup(path, out, cfg, worker_reads=worker_reads)
     assert not out.exists()
     assert (tmp_path / "out.jsonl.work").exists()
     monkeypatch.setattr(engine_module, "_sign_task", real)
-    summary = dedup(path, out, cfg)
+    summary = dedup(path, out, cfg, worker_reads=worker_reads)
     assert summary.resumed_partitions == 3
     fresh = tmp_path / "fresh.jsonl"
-    dedup(path, fresh, cfg)
+    dedup(path, fresh, cfg, worker_reads=worker_reads)
     assert out.read_bytes() == fresh.read_bytes()
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from neardup.batch import DedupConfig, run
+from neardup.batch import ranges as ranges_module
 from neardup.batch.io import ReadStats, iter_records
 from neardup.batch.ranges import parse_range, plan_ranges, splittable
 from neardup.errors import ConflictError, InputError
@@ -45,8 +46,12 @@ def _from_ranges(path: Path, target: int, skip_invalid: bool) -> tuple[list, lis
     return docs, issues, errors
 
 
+@pytest.mark.parametrize("block", [5, 64, 8 << 20])
 @pytest.mark.parametrize("target", [1, 7, 60, 200, 10_000])
-def test_ranges_cover_the_file_at_line_breaks(tmp_path: Path, target: int) -> None:
+def test_ranges_cover_the_file_at_line_breaks(
+    tmp_path: Path, target: int, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ranges_module, "_BLOCK", block)  # cuts that fall across read blocks
     path = tmp_path / "messy.jsonl"
     path.write_bytes(MESSY)
     ranges = plan_ranges([path], target)
@@ -133,3 +138,22 @@ def test_dask_workers_reading_ranges_match_one_process(
         assert np.array_equal(result.pairs, local.pairs)
         assert result.summary.invalid == 1 and result.summary.duplicate_ids == 1
         assert result.summary.skipped_examples == local.summary.skipped_examples
+
+
+def test_range_reading_and_driver_reading_agree(tmp_path: Path, reuters_docs: list[dict]) -> None:
+    """Plain JSON Lines is read by ranges; gzip (and ``worker_reads=False``) by the driver's
+    line reader: the same clusters, pairs and scores either way."""
+    path = _corpus(tmp_path, reuters_docs)
+    packed = tmp_path / "corpus.jsonl.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    cfg = DedupConfig(threshold=0.5, partition_size=64)
+    by_ranges = run(path, cfg, skip_invalid=True)
+    for other in (
+        run(path, cfg, skip_invalid=True, worker_reads=False),
+        run(packed, cfg, skip_invalid=True),
+    ):
+        assert list(other.rows()) == list(by_ranges.rows())
+        assert np.array_equal(other.pairs, by_ranges.pairs)
+        assert np.array_equal(other.scores.jaccard, by_ranges.scores.jaccard, equal_nan=True)
+        assert other.summary.invalid == by_ranges.summary.invalid == 1
+        assert other.summary.duplicate_ids == by_ranges.summary.duplicate_ids == 1

@@ -151,6 +151,17 @@ def test_breakdown_and_tuning_agree_with_direct_scores(
     n_old = int(truth.token_old[idx].sum())
     assert sum(b["old_tokens_by_age"]) == n_old and len(b["missed_by_age"]) == len(AGE_BINS) - 1
     assert sum(b["missed_by_age"]) == pytest.approx(b["old_called_fresh"] / 100 * idx.shape[0])
+    # copied runs counted directly: maximal runs of old tokens over the query documents
+    runs = sum(
+        int(
+            np.count_nonzero(
+                np.diff(np.concatenate(([0], truth.token_old[a:z], [0])).astype(int)) == 1
+            )
+        )
+        for a, z in ((truth.token_offsets[i], truth.token_offsets[i + 1]) for i in truth.query)
+    )
+    assert b["copied_runs"] == runs
+    assert 0 <= b["copied_runs_untouched"] <= 100 and 0 <= b["missed_in_untouched_runs"] <= 100
     tuning, held_out = split_query(truth)
     assert tuning.shape[0] + held_out.shape[0] == 200 and tuning[-1] < held_out[0]
     candidates = [cfg, OriginConfig(eviction="random", estimation="nb")]

@@ -2,30 +2,34 @@
 
 Pipeline (seed 002's "sketch -> Jaccard -> LCS", made parallel and streaming):
 
-1. **Sign** (pass 1 over the input): the driver streams the documents in partitions of
-   ``partition_size``; each partition is signed by a worker
-   (:func:`neardup.batch.tasks.sign_partition`), which also computes its bucket keys; the
-   driver keeps only ids, dates, lengths and positions, and saves the keys (and the
-   signature values when a later stage needs them) to the work directory, so an
+1. **Sign** (pass 1 over the input): plain JSON Lines input is cut into byte ranges that
+   the tasks read, parse and sign themselves (:mod:`neardup.batch.ranges`; on Dask the
+   workers read their own ranges); gzip and Parquet input is streamed by the driver in
+   partitions of ``partition_size`` documents.  Each partition is signed by
+   :func:`neardup.batch.tasks.sign_partition`, which also computes its bucket keys; the
+   driver checks duplicate ids in input order, keeps only ids, dates, lengths and
+   positions, and saves the keys (the MinHash word shingles when verification needs them,
+   and the signature values when a later stage needs them) to the work directory, so an
    interrupted run resumes there.
 2. **Shuffle**: every document's bucket keys (:mod:`neardup.batch.banding`) are routed to a
    shard by key; each shard is grouped by key on a worker and yields candidate pairs.
-3. **Verify** (pass 2): the input is streamed again; only documents that are in some
-   candidate pair are re-read and turned into exact shingle sets (and token sequences for
-   LCS) by the workers, saved per partition; pairs are then scored in parallel chunks.
+3. **Verify**: the exact shingle sets of the documents in some candidate pair come from the
+   shingles kept in pass 1 (MinHash with Jaccard verification) or from a second pass that
+   re-reads only those documents (LCS needs token sequences; other methods); pairs are then
+   scored in parallel chunks.
 4. **Merge**: union-find over the pairs that passed (:mod:`neardup.batch.unionfind`); the
    kept document of each cluster follows ``keep``.
 
-Determinism: partitions are cut by document count, every task is a pure function of its
-inputs, pairs are de-duplicated and sorted, and union-find labels are canonical (smallest
-member), so the output is byte-identical whatever the number of workers or shards, and with
-the single-process path.
+Determinism: partitions depend only on the input (byte ranges or document counts), every
+task is a pure function of its inputs, pairs are de-duplicated and sorted, and union-find
+labels are canonical (smallest member), so the output is byte-identical whatever the number
+of workers or shards, and with the single-process path.
 
 Memory (driver): ids, dates, lengths and positions (~150 bytes/document), the bucket keys
 (``bands * 12`` bytes/document: 300 bytes at the default 25 bands) and the candidate pairs;
-signature values, when needed at all, are memory-mapped from the work directory; texts are
-never held beyond the partitions in flight.  Measured peak per million documents: see
-``docs/batch.md``.
+kept shingles and signature values live in the work directory (memory-mapped when read
+back); texts are never held beyond the partitions in flight.  Measured peak per million
+documents: see ``docs/batch.md``.
 """
 
 from __future__ import annotations
@@ -951,7 +955,7 @@ def run(
         skip_invalid=skip_invalid,
     )
     key = run_key(cfg, corpus, mode)
-    use_ranges = (client is not None or os.environ.get("H13_RANGES") == "1") and worker_reads and splittable(corpus.existing + corpus.new)
+    use_ranges = worker_reads and splittable(corpus.existing + corpus.new)
     work = _WorkDir(
         Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="neardup-")),
         # Partitions differ between the two reading modes: never resume across them.

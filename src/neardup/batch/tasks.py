@@ -2,7 +2,8 @@
 
 Each takes plain data (lists of texts, numpy arrays, a frozen config) and returns numpy
 arrays; none does I/O or keeps state, so running them on 1, 2 or N Dask workers, or in the
-calling process, gives the same bytes.  The driver (:mod:`neardup.batch.engine`) does all I/O.
+calling process, gives the same bytes.  Input is read by :mod:`neardup.batch.ranges` (on
+the workers) or the driver (:mod:`neardup.batch.engine`), which also writes every output.
 """
 
 from __future__ import annotations

@@ -502,7 +502,18 @@ def experiment_configs() -> list[tuple[str, OriginConfig]]:
         out.append(("lucky-limit-2-estimation", _cfg(*nhs, "lucky", es, 2)))
     for ev in ("random", "lru"):
         out.append(("lucky-limit-2-estimation", _cfg(*nhs, ev, "be")))
+    # the small-memory configurations chosen on the earlier half of the query documents
+    # (neardup.evaluation.origin_small; docs/origin/small_memory.md)
+    for limit, every, bridge in SMALL_MEMORY_CHOICES:
+        cfg = _cfg(*nhs, "lucky", "b", limit)
+        out.append(
+            ("small-memory", dataclasses.replace(cfg, lucky_every=every, bridge_limit=bridge))
+        )
     return out
+
+
+# (lucky_limit, lucky_every, bridge_limit) of NHs + Lucky + B chosen at 0.3 % and 0.1 %
+SMALL_MEMORY_CHOICES: tuple[tuple[int, int, int], ...] = ((2, 3, 30), (3, 3, 255))
 
 
 def ssr_table(prepared: Prepared) -> dict[str, float]:
