@@ -223,18 +223,19 @@ def main() -> None:
     # cost of tracking every id (for repeated-id detection): per document, by tracemalloc;
     # the engine's SeenIds (64-bit hashes) against a plain set of the id strings
     replicas = -(-args.tokens // n_tokens)
-    ids = [f"{doc_id}-r{r}" for r in range(replicas) for doc_id, _ in docs]
-    tracemalloc.start()
-    plain = set(ids)
-    per_doc_set = tracemalloc.get_traced_memory()[0] / len(plain)
+    n_ids = replicas * len(docs)
+    tracemalloc.start()  # the set keeps the id strings too (the stream's own are dropped)
+    plain = {f"{doc_id}-r{r}" for r in range(replicas) for doc_id, _ in docs}
+    per_doc_set = tracemalloc.get_traced_memory()[0] / n_ids
     tracemalloc.stop()
     del plain
     tracemalloc.start()
     hashed = SeenIds()
-    for doc_id in ids:
-        hashed.add(doc_id)
+    for r in range(replicas):
+        for doc_id, _ in docs:
+            hashed.add(f"{doc_id}-r{r}")
     hashed.to_array()  # flush the pending buffer so only the arrays remain
-    per_doc_hashed = tracemalloc.get_traced_memory()[0] / len(ids)
+    per_doc_hashed = tracemalloc.get_traced_memory()[0] / n_ids
     tracemalloc.stop()
     out["seen_id_bytes_per_document"] = per_doc_hashed
     out["seen_id_bytes_per_document_python_set"] = per_doc_set

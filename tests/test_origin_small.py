@@ -32,7 +32,9 @@ from neardup.evaluation.origin_small import (
     AGE_BINS,
     copy_reuse,
     error_breakdown,
+    insert_sampling,
     run_split,
+    selection_density,
     split_query,
     tune,
 )
@@ -172,6 +174,11 @@ def test_breakdown_and_tuning_agree_with_direct_scores(
     assert result[str(fraction)]["chosen"] == best["label"]
     r = run_split(prepared, truth, cfg, fraction)
     assert r["held_out"] == runs[0]["held_out"]
+    nhs = (("hailstorm", None, True),)
+    sd = selection_density(prepared, truth, cfg, variants=nhs, fractions=(fraction,))
+    assert sd[0]["held_out"] == r["held_out"] and sd[0]["ssr"] == pytest.approx(direct.ssr)
+    sampled = insert_sampling(prepared, truth, cfg, moduli=(1,), fractions=(fraction,))
+    assert sampled[0]["tuning"] == r["tuning"]
 
 
 @pytest.mark.parametrize("insert_modulo", [1, 3])
@@ -201,3 +208,15 @@ def test_copy_reuse_by_hand() -> None:
     prepared = Prepared(("a", "b", "c"), (a, b, c), 3 + 4 + 3, 31)
     r = copy_reuse(prepared)
     assert r["copied_shingles"] == 3 and r["mean"] == 2.0 and r["share_copied_once"] == 0.0
+
+
+def test_cli_takes_the_small_memory_options(tmp_path: Path) -> None:
+    rows = [{"id": "a", "text": TEXT}, {"id": "b", "text": f"fresh words {TEXT}"}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["origin", str(tmp_path / "in.jsonl"), "--memory", "60KB", "--estimation", "b"]
+    args += ["--lucky-limit", "3", "--lucky-every", "3", "--bridge-limit", "255"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "NHs+LS(limit 3, y 3)+B(T 255)" in result.stderr
+    bad = CliRunner().invoke(cli, [*args[:-6], "--lucky-limit", "0"])
+    assert bad.exit_code != 0 and isinstance(bad.exception, ConfigError)

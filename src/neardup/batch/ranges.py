@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from neardup.batch.io import check_object
 from neardup.errors import InputError, StoreError
-from neardup.records import FieldNames
+from neardup.records import FieldNames, parse_date
 
 __all__ = ["ByteRange", "ParsedRange", "parse_range", "plan_ranges", "splittable"]
 
@@ -112,6 +112,24 @@ def _date_us(value: dt.datetime | None) -> int:
     return (value - _EPOCH) // dt.timedelta(microseconds=1)
 
 
+def _common_case(obj: object, fields: FieldNames) -> tuple[str, str, int] | None:
+    """``(id, text, date in µs)`` of the common valid line (an object with a non-empty
+    string id, a string text and a valid or absent date) without building an
+    :class:`~neardup.records.Article`; ``None`` for anything else, which then takes
+    :func:`~neardup.batch.io.check_object` and so gets exactly its checks and messages."""
+    if type(obj) is not dict:
+        return None
+    doc_id = obj.get(fields.id)
+    text = obj.get(fields.text)
+    if type(doc_id) is not str or not doc_id or type(text) is not str:
+        return None
+    try:
+        date = parse_date(obj.get(fields.date))
+    except InputError:
+        return None
+    return doc_id, text, _date_us(date)
+
+
 def parse_range(part: ByteRange, fields: FieldNames, skip_invalid: bool) -> ParsedRange:
     """Read, parse and validate the lines of ``part`` (see :class:`ParsedRange`)."""
     from neardup.batch.io import _parse_line  # the one per-line rule of the readers
@@ -146,18 +164,21 @@ def parse_range(part: ByteRange, fields: FieldNames, skip_invalid: bool) -> Pars
         if isinstance(obj, InputError) and (offset < last or ends_with_break):
             # Word the error as the line reader does: it sees the line with its break.
             obj = _parse_line(raw + b"\n")
-        try:
-            article = check_object(obj, fields)
-        except InputError as exc:
-            where = f"{part.path}:{lineno}"
-            if not skip_invalid:
-                error = type(exc)(f"{where}: {exc}")
-                break
-            issues.append((lineno, f"{where}: {exc}"))
-            continue
-        ids.append(article.id)
-        texts.append(article.text)
-        dates.append(_date_us(article.date))
+        accepted = _common_case(obj, fields)
+        if accepted is None:
+            try:
+                article = check_object(obj, fields)
+            except InputError as exc:
+                where = f"{part.path}:{lineno}"
+                if not skip_invalid:
+                    error = type(exc)(f"{where}: {exc}")
+                    break
+                issues.append((lineno, f"{where}: {exc}"))
+                continue
+            accepted = (article.id, article.text, _date_us(article.date))
+        ids.append(accepted[0])
+        texts.append(accepted[1])
+        dates.append(accepted[2])
         lines.append(lineno)
     return ParsedRange(
         ids,

@@ -67,6 +67,8 @@ _CONFIG_OPTIONS = (
     "shingle_width",
     "bucket_size",
     "bridge_limit",
+    "lucky_limit",
+    "lucky_every",
     "seed",
 )
 
@@ -110,6 +112,8 @@ def _build_config(params: dict[str, Any]) -> OriginConfig:
         eviction=params["eviction"],
         estimation=params["estimation"],
         bridge_limit=params["bridge_limit"],
+        lucky_limit=params["lucky_limit"],
+        lucky_every=params["lucky_every"],
         seed=params["seed"],
     )
 
@@ -163,6 +167,20 @@ def _detector(
 @click.option("--shingle-width", type=int, default=8, show_default=True)
 @click.option("--bucket-size", type=int, default=64, show_default=True)
 @click.option("--bridge-limit", type=int, default=30, show_default=True)
+@click.option(
+    "--lucky-limit",
+    type=int,
+    default=11,
+    show_default=True,
+    help="Halve a bucket's lucky scores when their mean reaches this (2-3 at small memory).",
+)
+@click.option(
+    "--lucky-every",
+    type=int,
+    default=7,
+    show_default=True,
+    help="Lucky bonus for every y-th selected shingle (3 at small memory).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--order", type=click.Choice(["file", "date"]), default="file", show_default=True)
 @click.option("--state", default=None, help="Load the detector from / save it to this file.")

@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup.detect.origin import OriginConfig, OriginDetector
+from neardup.detect.origin.select import select
 from neardup.errors import ConfigError, InputError
 from neardup.evaluation.origin import (
     COPY_STREAM_ORIGINALS,
@@ -66,6 +67,7 @@ __all__ = [
     "insert_sampling",
     "locality",
     "run_split",
+    "selection_density",
     "split_query",
     "tune",
 ]
@@ -307,6 +309,44 @@ def insert_sampling(
     ]
 
 
+SELECTION_VARIANTS: tuple[tuple[str, int | None, bool], ...] = (
+    ("hailstorm", None, True),
+    ("hailstorm", None, False),
+    ("winnowing", 8, True),
+    ("winnowing", 12, True),
+    ("winnowing", 16, True),
+    ("modulo", 5, True),
+    ("modulo", 8, True),
+    ("hashbreak", 3, False),
+    ("hashbreak", 5, False),
+)
+
+
+def selection_density(
+    prepared: Prepared,
+    truth: Truth,
+    base: OriginConfig,
+    variants: Sequence[tuple[str, int | None, bool]] = SELECTION_VARIANTS,
+    fractions: Sequence[float] = SMALL_FRACTIONS,
+) -> list[dict[str, Any]]:
+    """``base`` with sparser or denser selections (selection, parameter, no_overlap)."""
+    out = []
+    for selection, parameter, no_overlap in variants:
+        cfg = dataclasses.replace(
+            base, selection=selection, selection_parameter=parameter, no_overlap=no_overlap
+        )
+        for fraction in fractions:
+            r = run_split(prepared, truth, cfg, fraction)
+            r["ssr"] = _ssr(prepared, cfg)
+            out.append(r)
+    return out
+
+
+def _ssr(prepared: Prepared, config: OriginConfig) -> float:
+    selected = sum(len(select(h, config)) for h in prepared.hashes)
+    return selected / max(prepared.total_shingles, 1)
+
+
 def locality(
     reuters: Sequence[Any],
     config: OriginConfig,
@@ -423,7 +463,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         lines.append("")
     if results.get("chosen_everywhere"):
         lines += [
-            "## The chosen configurations at every size (held-out half)",
+            "## The starting point and the chosen configurations at every size (held-out half)",
             "",
             "| config | " + " | ".join(f"{100 * f:.1f} %" for f in PAPER_NHS_LS_BE) + " |",
             "|---|" + "---|" * len(PAPER_NHS_LS_BE),
@@ -462,6 +502,20 @@ def render_markdown(results: dict[str, Any]) -> str:
                 f"| {r['label']} | {100 * r['fraction']:.1f} % | {_f(r['tuning']['do'])} |"
                 f" {_f(r['tuning']['tf'])} | {_f(r['held_out']['do'])} |"
                 f" {_f(r['held_out']['tf'])} |"
+            )
+        lines.append("")
+    if results.get("selection_density"):
+        lines += [
+            "## Sparser and denser selection (same eviction and estimation)",
+            "",
+            "| config | ssr % | size | tuning DO | tuning TF | held-out DO | held-out TF |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in results["selection_density"]:
+            lines.append(
+                f"| {r['label']} | {_f(100 * r['ssr'])} | {100 * r['fraction']:.1f} % |"
+                f" {_f(r['tuning']['do'])} | {_f(r['tuning']['tf'])} |"
+                f" {_f(r['held_out']['do'])} | {_f(r['held_out']['tf'])} |"
             )
         lines.append("")
     if results.get("locality"):
@@ -507,7 +561,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     chosen = {e["chosen"]: e for e in results["tune"].values()}
     by_label = {r["label"]: r["config"] for e in results["tune"].values() for r in e["runs"]}
     everywhere: dict[str, dict[str, Any]] = {}
-    for label in chosen:
+    for label in [baselines[0].label, *chosen]:
         config = OriginConfig(**by_label[label])
         per = {}
         for fraction in PAPER_NHS_LS_BE:
@@ -524,6 +578,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     ]
     results["copy_reuse"] = copy_reuse(prepared)
     results["insert_sampling"] = insert_sampling(prepared, truth, baselines[0])
+    results["selection_density"] = selection_density(prepared, truth, baselines[0])
     if not args.no_locality:
         best_small = OriginConfig(**by_label[results["tune"][str(SMALL_FRACTIONS[-1])]["chosen"]])
         results["locality"] = locality(reuters, best_small)
