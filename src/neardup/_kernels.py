@@ -9,7 +9,10 @@ Token scanning, for texts that are pure ASCII (the usual case for English news):
 over the bytes finds the tokens exactly as
 ``neardup.text``'s token regular expression does (checked against it on all of Reuters and by
 property tests), keys each token by a 64-bit hash of its lower-cased bytes, and looks the key
-up in a per-config table filled by the Python text stage on first sight of a token.  Numba
+up in a per-config table filled by the Python text stage on first sight of a token.  A scan
+leaves the unknown tokens of a text pending in place and reports them together, so the
+caller learns them in one batch (one stemmer call) and resolves them without a second
+scan.  Numba
 is used because this is a byte-level scanning loop that numpy cannot vectorise.
 
 The token regular expression, restricted to ASCII, is
@@ -28,8 +31,10 @@ import numpy.typing as npt
 from numba import njit
 
 __all__ = [
+    "Scan",
     "TokenTable",
     "minhash_permutations",
+    "resolve",
     "scan_lookup",
     "word_shingles",
 ]
@@ -163,19 +168,22 @@ def _token_end(buf: npt.NDArray[np.uint8], i: int, n: int) -> int:
 @njit(cache=True)
 def _scan_lookup(
     buf: npt.NDArray[np.uint8],
+    start: int,
     table_keys: npt.NDArray[np.int64],
     table_values: npt.NDArray[np.int64],
     used: int,
     finals: npt.NDArray[np.uint64],
     out: npt.NDArray[np.uint64],
     misses: npt.NDArray[np.int64],
+    pending: npt.NDArray[np.int64],
     call_id: int,
-) -> tuple[int, int, int, bool]:
+) -> tuple[int, int, int, int, int]:
     n = buf.shape[0]
     capacity = table_keys.shape[0]
-    i = 0
+    i = start
     count = 0
     missed = 0
+    waiting = 0
     added = 0
     while i < n:
         if not _alnum(buf[i]):
@@ -187,13 +195,13 @@ def _scan_lookup(
             key = _ZERO_KEY
         slot = _slot(table_keys, key)
         report = False
-        idx = np.int64(0)
         if table_keys[slot] == _EMPTY:
             if 2 * (used + added + 1) > capacity:
-                return count, missed, added, False  # full: the caller grows and rescans
+                return count, missed, waiting, added, i  # full: the caller grows, resumes at i
             table_keys[slot] = key  # insert as pending for this call
             table_values[slot] = -call_id
             added += 1
+            idx = np.int64(-call_id)
             report = True
         else:
             idx = table_values[slot]
@@ -203,13 +211,78 @@ def _scan_lookup(
         if idx > 0:
             out[count] = finals[idx]
             count += 1
-        elif report:
-            misses[3 * missed] = i
-            misses[3 * missed + 1] = end
-            misses[3 * missed + 2] = key
-            missed += 1
+        elif idx < 0:
+            # Unknown yet: keep the key in its place in the output, resolved after the
+            # caller has stored the new tokens (no second scan of the text).
+            out[count] = np.uint64(key)
+            pending[waiting] = count
+            waiting += 1
+            count += 1
+            if report:
+                misses[3 * missed] = i
+                misses[3 * missed + 1] = end
+                misses[3 * missed + 2] = key
+                missed += 1
         i = end
-    return count, missed, added, True
+    return count, missed, waiting, added, n
+
+
+@njit(cache=True)
+def _resolve(
+    table_keys: npt.NDArray[np.int64],
+    table_values: npt.NDArray[np.int64],
+    finals: npt.NDArray[np.uint64],
+    out: npt.NDArray[np.uint64],
+    count: int,
+    pending: npt.NDArray[np.int64],
+) -> int:
+    """Replace the pending keys in ``out[:count]`` by their hashes, drop tokens without a
+    form (compacting in place); the new length, or -1 if a key is still unknown."""
+    w = 0
+    p = 0
+    waiting = pending.shape[0]
+    for r in range(count):
+        if p < waiting and pending[p] == r:
+            p += 1
+            key = np.int64(out[r])
+            slot = _slot(table_keys, key)
+            if table_keys[slot] == _EMPTY or table_values[slot] < 0:
+                return -1
+            idx = table_values[slot]
+            if idx > 0:
+                out[w] = finals[idx]
+                w += 1
+        else:
+            out[w] = out[r]
+            w += 1
+    return w
+
+
+class Scan:
+    """Result of one :func:`scan_lookup` call over ``data[start:stop]``.
+
+    ``out[:count]`` holds the token hashes in text order, except at the positions listed in
+    ``pending``, which hold the keys of tokens not yet known; ``misses`` are the flattened
+    ``(start, end, key)`` triples of the unknown tokens reported by this call (each once).
+    ``stop`` is ``len(data)`` when the scan reached the end, else the offset of the token at
+    which the table became half full (grow it and scan again from there).
+    """
+
+    __slots__ = ("count", "misses", "out", "pending", "stop")
+
+    def __init__(
+        self,
+        out: npt.NDArray[np.uint64],
+        count: int,
+        misses: npt.NDArray[np.int64],
+        pending: npt.NDArray[np.int64],
+        stop: int,
+    ) -> None:
+        self.out = out
+        self.count = count
+        self.misses = misses
+        self.pending = pending
+        self.stop = stop
 
 
 def scan_lookup(
@@ -217,24 +290,37 @@ def scan_lookup(
     table: TokenTable,
     finals: npt.NDArray[np.uint64],
     call_id: int,
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], bool]:
-    """Token hashes of ASCII ``data``, ``(start, end, key)`` of its unknown tokens, and
-    whether the scan completed.
+    start: int = 0,
+) -> Scan:
+    """Scan ASCII ``data`` from ``start`` (a token start or separator): token hashes, with
+    the unknown tokens left pending (see :class:`Scan`).
 
-    Unknown tokens are inserted as pending (value ``-call_id``) and reported once per
-    ``call_id`` (a positive integer unique to the call; flattened triples).  When any is
-    reported, or the scan stopped because the table was half full, the hashes are
-    incomplete: store the tokens (:meth:`TokenTable.set_many`), grow if needed, call again.
+    Unknown tokens are inserted in the table as pending (value ``-call_id``) and reported
+    once per ``call_id`` (a positive integer unique to the call).  Store the reported tokens
+    (:meth:`TokenTable.set_many`), then :func:`resolve` the pending positions: one pass over
+    the text however many new words it has.
     """
     buf = np.frombuffer(data, dtype=np.uint8)
-    bound = buf.shape[0] // 2 + 1  # a token takes at least one byte plus a separator
+    bound = (buf.shape[0] - start) // 2 + 1  # a token takes one byte plus a separator
     out = np.empty(bound, dtype=np.uint64)
     misses = np.empty(3 * bound, dtype=np.int64)
-    count, missed, added, complete = _scan_lookup(
-        buf, table.keys, table.values, table.used, finals, out, misses, call_id
+    pending = np.empty(bound, dtype=np.int64)
+    count, missed, waiting, added, stop = _scan_lookup(
+        buf, start, table.keys, table.values, table.used, finals, out, misses, pending, call_id
     )
     table.used += added
-    return out[:count], misses[: 3 * missed], complete
+    return Scan(out, count, misses[: 3 * missed], pending[:waiting], stop)
+
+
+def resolve(
+    scan: Scan, table: TokenTable, finals: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.uint64] | None:
+    """The token hashes of a scan once its reported tokens are stored (``None`` if some
+    pending token is still unknown, which a caller that stored every miss never sees)."""
+    if scan.pending.shape[0] == 0:
+        return scan.out[: scan.count]
+    length = _resolve(table.keys, table.values, finals, scan.out, scan.count, scan.pending)
+    return None if length < 0 else scan.out[:length]
 
 
 # --- shingles and MinHash -------------------------------------------------------------------

@@ -29,7 +29,7 @@ import numpy.typing as npt
 import xxhash
 
 from neardup.errors import ConfigError
-from neardup.text import TextConfig, forms_of_raw_token, raw_tokens
+from neardup.text import TextConfig, forms_of_raw_tokens, raw_tokens
 
 __all__ = [
     "SPOTSIGS_ANTECEDENTS",
@@ -150,12 +150,9 @@ def token_hashes(text: str, config: TextConfig, seed: int = 0) -> U64:
         parts = [cache[r] for r in raws]
     except KeyError:
         digest = xxhash.xxh3_64_intdigest
-        for r in raws:
-            if r not in cache:
-                cache[r] = tuple(
-                    digest(f.encode("utf-8", "surrogatepass"), seed)
-                    for f in forms_of_raw_token(r, config)
-                )
+        new = list(dict.fromkeys(r for r in raws if r not in cache))
+        for r, forms in zip(new, forms_of_raw_tokens(new, config), strict=True):
+            cache[r] = tuple(digest(f.encode("utf-8", "surrogatepass"), seed) for f in forms)
         parts = [cache[r] for r in raws]
     return np.fromiter(chain.from_iterable(parts), dtype=np.uint64)
 
@@ -189,11 +186,33 @@ class _AsciiTable:
                 self.size += 1
         self.table.set_many(np.array(keys, dtype=np.int64), values)
 
+    def learn(
+        self, text: str, misses: npt.NDArray[np.int64], config: TextConfig, seed: int
+    ) -> bool:
+        """Normalise, stem (one batch) and hash the reported tokens ``(start, end, key)``
+        of ``text`` and store them; ``False`` if one yields several forms (never for ASCII;
+        the caller then takes the exact general path)."""
+        found = misses.tolist()
+        starts, ends, keys = found[0::3], found[1::3], found[2::3]
+        raws = [text[s:e] for s, e in zip(starts, ends, strict=True)]
+        digest = xxhash.xxh3_64_intdigest
+        hashes: list[int | None] = []
+        for forms in forms_of_raw_tokens(raws, config):
+            if len(forms) > 1:
+                return False
+            hashes.append(digest(forms[0].encode("utf-8"), seed) if forms else None)
+        self.store(keys, hashes)
+        return True
+
 
 _ascii_tables: dict[tuple[TextConfig, int], _AsciiTable] = {}
 
 
 def _ascii_token_hashes(text: str, config: TextConfig, seed: int) -> U64 | None:
+    """Token hashes of an ASCII text through the compiled scanner (``None``: take the
+    general path).  One scan; the text's new words are learnt together (one stemmer call)
+    and filled into the scan's output in place.  A scan stopped by a half-full table
+    resumes where it stopped after the table grows."""
     key = (config, seed)
     state = _ascii_tables.get(key)
     if state is None or state.size >= _AsciiTable.LIMIT:
@@ -201,27 +220,22 @@ def _ascii_token_hashes(text: str, config: TextConfig, seed: int) -> U64 | None:
             _ascii_tables.clear()
         state = _ascii_tables[key] = _AsciiTable()
     data = text.encode("ascii")
-    digest = xxhash.xxh3_64_intdigest
+    kernels = state.kernels
+    done: list[U64] = []
+    start = 0
     while True:
         state.calls += 1
-        out: U64
-        out, misses, complete = state.kernels.scan_lookup(
-            data, state.table, state.finals, state.calls
-        )
-        if complete and misses.shape[0] == 0:
-            return out
-        found = misses.tolist()
-        keys: list[int] = []
-        hashes: list[int | None] = []
-        for start, end, k in zip(found[0::3], found[1::3], found[2::3], strict=True):
-            forms = forms_of_raw_token(text[start:end], config)
-            if len(forms) > 1:
-                return None  # cannot happen for ASCII; stay exact by taking the general path
-            keys.append(k)
-            hashes.append(digest(forms[0].encode("utf-8"), seed) if forms else None)
-        state.store(keys, hashes)
-        if not complete:
-            state.table.grow()
+        scan = kernels.scan_lookup(data, state.table, state.finals, state.calls, start)
+        if scan.misses.shape[0] and not state.learn(text, scan.misses, config, seed):
+            return None
+        out = kernels.resolve(scan, state.table, state.finals)
+        if out is None:
+            return None  # cannot happen: every pending token was reported and learnt
+        if scan.stop >= len(data):
+            return np.concatenate([*done, out]) if done else out
+        done.append(out)
+        state.table.grow()
+        start = scan.stop
 
 
 def hash_set(forms: Iterable[str], seed: int = 0) -> U64:

@@ -32,7 +32,7 @@ import dataclasses
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import chain
 
@@ -47,6 +47,7 @@ __all__ = [
     "Tokens",
     "ensure_text",
     "forms_of_raw_token",
+    "forms_of_raw_tokens",
     "raw_tokens",
     "sentence_spans",
     "sentences",
@@ -351,21 +352,48 @@ def forms_of_raw_token(raw: str, config: TextConfig | None = None) -> tuple[str,
     """
     cfg = config or _DEFAULT_CONFIG
     stops = cfg.effective_stop_words if cfg.drop_stop_words else frozenset()
-    form = _normalise(raw)
-    forms: list[str]
-    if form[0].isdigit() and _NUMBER_RE.fullmatch(form):
-        if cfg.numbers == "drop":
-            return ()
-        forms = ["0" if cfg.numbers == "mask" else form]
-    elif not form.isascii() and _NOSPACE_RE.search(form):
-        forms = [p for p, _, _ in _split_nospace(form, 0, cfg.cjk) if p not in stops]
-    elif len(form) < cfg.min_token_length or form in stops:
-        return ()
-    else:
-        forms = [form]
+    forms = _unstemmed_forms(raw, cfg, stops)
     if cfg.stem and forms:
         forms = _stemmer(cfg.language).stemWords(forms)
     return tuple(forms)
+
+
+def forms_of_raw_tokens(
+    raws: Sequence[str], config: TextConfig | None = None
+) -> list[tuple[str, ...]]:
+    """``[forms_of_raw_token(r, config) for r in raws]``, with one stemmer call for all.
+
+    Same values (Snowball stems each word on its own, so stemming a batch equals stemming
+    one word at a time; tested); the batch saves the per-call overhead of PyStemmer when a
+    text brings many new words at once.
+    """
+    cfg = config or _DEFAULT_CONFIG
+    stops = cfg.effective_stop_words if cfg.drop_stop_words else frozenset()
+    parts = [_unstemmed_forms(raw, cfg, stops) for raw in raws]
+    if not cfg.stem:
+        return [tuple(p) for p in parts]
+    stems = _stemmer(cfg.language).stemWords(list(chain.from_iterable(parts)))
+    result: list[tuple[str, ...]] = []
+    at = 0
+    for part in parts:
+        n = len(part)
+        result.append(tuple(stems[at : at + n]) if n else ())
+        at += n
+    return result
+
+
+def _unstemmed_forms(raw: str, cfg: TextConfig, stops: frozenset[str]) -> list[str]:
+    """The forms of one raw token before stemming (numbers, no-space scripts, stop words)."""
+    form = _normalise(raw)
+    if form[0].isdigit() and _NUMBER_RE.fullmatch(form):
+        if cfg.numbers == "drop":
+            return []
+        return ["0" if cfg.numbers == "mask" else form]
+    if not form.isascii() and _NOSPACE_RE.search(form):
+        return [p for p, _, _ in _split_nospace(form, 0, cfg.cjk) if p not in stops]
+    if len(form) < cfg.min_token_length or form in stops:
+        return []
+    return [form]
 
 
 # Per-config caches raw token -> forms.  News vocabularies are small (Reuters: ~40k distinct
@@ -399,9 +427,8 @@ def token_forms(text: str, config: TextConfig | None = None) -> list[str]:
     try:
         parts = [cache[r] for r in raws]
     except KeyError:
-        for r in raws:
-            if r not in cache:
-                cache[r] = forms_of_raw_token(r, cfg)
+        new = list(dict.fromkeys(r for r in raws if r not in cache))
+        cache.update(zip(new, forms_of_raw_tokens(new, cfg), strict=True))
         parts = [cache[r] for r in raws]
     return list(chain.from_iterable(parts))
 
