@@ -267,3 +267,27 @@ def test_ascii_table_growth_and_interrupted_scans(reuters_docs: list[dict[str, A
         assert np.array_equal(token_hashes(text, cfg, seed), expected)
     assert state.table.keys.shape[0] > 8
     assert 2 * state.table.used <= state.table.keys.shape[0]
+
+
+@pytest.mark.parametrize(
+    "cfg", [TextConfig(), TextConfig(drop_stop_words=True, min_token_length=3, numbers="drop")]
+)
+def test_ascii_path_learns_a_whole_piece_at_once(
+    reuters_docs: list[dict[str, Any]], cfg: TextConfig
+) -> None:
+    """A batch-engine-sized piece (many documents joined) full of new, repeated and dropped
+    words, on a tiny table: the scan stops at half full and resumes many times inside one
+    text; the result must equal the reference tokenizer's."""
+    from neardup import _kernels, shingles
+
+    seed = 12345
+    state = shingles._AsciiTable()
+    state.table = _kernels.TokenTable(8)
+    shingles._ascii_tables[(cfg, seed)] = state
+    texts = [d["text"] for d in reuters_docs[:300] if d["text"].isascii()]
+    for piece in (" \n ".join(texts[:150]), " \n ".join(texts[100:300])):
+        expected = hash_forms(tokenize(piece, cfg).forms, seed)
+        assert np.array_equal(token_hashes(piece, cfg, seed), expected)
+    assert state.table.keys.shape[0] >= 1 << 14  # grew (and resumed) many times
+    # Every pending entry was resolved: no negative values left in the table.
+    assert int(state.table.values.min()) >= 0

@@ -13,6 +13,7 @@ from neardup.errors import ConfigError, InputTypeError
 from neardup.text import (
     TextConfig,
     forms_of_raw_token,
+    forms_of_raw_tokens,
     raw_tokens,
     sentence_spans,
     sentences,
@@ -221,6 +222,20 @@ def test_raw_tokens_and_forms_of_raw_token() -> None:
     assert forms_of_raw_token("The", TextConfig(drop_stop_words=True)) == ()
     assert forms_of_raw_token("Rates") == ("rate",)
     assert forms_of_raw_token("東京株") == ("東京", "京株")
+
+
+@pytest.mark.parametrize("cfg", [*CONFIGS, TextConfig(drop_stop_words=True, min_token_length=3)])
+def test_forms_of_raw_tokens_batch_equals_one_at_a_time(
+    reuters_docs: list[dict[str, Any]], cfg: TextConfig
+) -> None:
+    """The batch (one stemmer call; an inlined path for ASCII batches) against the
+    one-token function, on a Reuters vocabulary: all-ASCII, mixed, and edge batches."""
+    vocab = sorted({r for doc in reuters_docs[:1500] for r in raw_tokens(doc["text"])})
+    ascii_vocab = [r for r in vocab if r.isascii()]
+    extra = ["東京株", "Ωmega", "ＡＢＣ", "3.5", "1,000", "3rd", "don't", "a b", "The"]
+    for batch in (ascii_vocab, vocab + extra, extra, ["x"], []):
+        assert forms_of_raw_tokens(batch, cfg) == [forms_of_raw_token(r, cfg) for r in batch]
+    assert len(ascii_vocab) > 10_000  # the ASCII path was really exercised
 
 
 def test_ten_megabyte_text() -> None:

@@ -174,10 +174,12 @@ def _scan_lookup(
     used: int,
     finals: npt.NDArray[np.uint64],
     out: npt.NDArray[np.uint64],
-    misses: npt.NDArray[np.int64],
-    pending: npt.NDArray[np.int64],
+    work: npt.NDArray[np.int64],
     call_id: int,
 ) -> tuple[int, int, int, int, int]:
+    # work[:3 * bound]: (start, end, key) of reported tokens; work[3 * bound:]: pending
+    # positions in out (one array: each argument of a compiled call costs time).
+    pend = 3 * out.shape[0]
     n = buf.shape[0]
     capacity = table_keys.shape[0]
     i = start
@@ -215,13 +217,13 @@ def _scan_lookup(
             # Unknown yet: keep the key in its place in the output, resolved after the
             # caller has stored the new tokens (no second scan of the text).
             out[count] = np.uint64(key)
-            pending[waiting] = count
+            work[pend + waiting] = count
             waiting += 1
             count += 1
             if report:
-                misses[3 * missed] = i
-                misses[3 * missed + 1] = end
-                misses[3 * missed + 2] = key
+                work[3 * missed] = i
+                work[3 * missed + 1] = end
+                work[3 * missed + 2] = key
                 missed += 1
         i = end
     return count, missed, waiting, added, n
@@ -258,31 +260,14 @@ def _resolve(
     return w
 
 
-class Scan:
-    """Result of one :func:`scan_lookup` call over ``data[start:stop]``.
-
-    ``out[:count]`` holds the token hashes in text order, except at the positions listed in
-    ``pending``, which hold the keys of tokens not yet known; ``misses`` are the flattened
-    ``(start, end, key)`` triples of the unknown tokens reported by this call (each once).
-    ``stop`` is ``len(data)`` when the scan reached the end, else the offset of the token at
-    which the table became half full (grow it and scan again from there).
-    """
-
-    __slots__ = ("count", "misses", "out", "pending", "stop")
-
-    def __init__(
-        self,
-        out: npt.NDArray[np.uint64],
-        count: int,
-        misses: npt.NDArray[np.int64],
-        pending: npt.NDArray[np.int64],
-        stop: int,
-    ) -> None:
-        self.out = out
-        self.count = count
-        self.misses = misses
-        self.pending = pending
-        self.stop = stop
+Scan = tuple[npt.NDArray[np.uint64], int, npt.NDArray[np.int64], npt.NDArray[np.int64], int]
+"""Result of :func:`scan_lookup` over ``data[start:stop]``: ``(out, count, misses, pending,
+stop)``.  ``out[:count]`` holds the token hashes in text order, except at the positions
+listed in ``pending``, which hold the keys of tokens not known yet; ``misses`` are the
+flattened ``(start, end, key)`` triples of the unknown tokens this call reported (each
+once).  ``stop`` is ``len(data)`` when the scan reached the end, else the offset of the token
+at which the table became half full (grow it and scan again from there).  A plain tuple:
+this runs once per text, where an object's construction shows."""
 
 
 def scan_lookup(
@@ -293,7 +278,7 @@ def scan_lookup(
     start: int = 0,
 ) -> Scan:
     """Scan ASCII ``data`` from ``start`` (a token start or separator): token hashes, with
-    the unknown tokens left pending (see :class:`Scan`).
+    the unknown tokens left pending (see :data:`Scan`).
 
     Unknown tokens are inserted in the table as pending (value ``-call_id``) and reported
     once per ``call_id`` (a positive integer unique to the call).  Store the reported tokens
@@ -303,13 +288,12 @@ def scan_lookup(
     buf = np.frombuffer(data, dtype=np.uint8)
     bound = (buf.shape[0] - start) // 2 + 1  # a token takes one byte plus a separator
     out = np.empty(bound, dtype=np.uint64)
-    misses = np.empty(3 * bound, dtype=np.int64)
-    pending = np.empty(bound, dtype=np.int64)
+    work = np.empty(4 * bound, dtype=np.int64)
     count, missed, waiting, added, stop = _scan_lookup(
-        buf, start, table.keys, table.values, table.used, finals, out, misses, pending, call_id
+        buf, start, table.keys, table.values, table.used, finals, out, work, call_id
     )
     table.used += added
-    return Scan(out, count, misses[: 3 * missed], pending[:waiting], stop)
+    return out, count, work[: 3 * missed], work[3 * bound : 3 * bound + waiting], stop
 
 
 def resolve(
@@ -317,10 +301,11 @@ def resolve(
 ) -> npt.NDArray[np.uint64] | None:
     """The token hashes of a scan once its reported tokens are stored (``None`` if some
     pending token is still unknown, which a caller that stored every miss never sees)."""
-    if scan.pending.shape[0] == 0:
-        return scan.out[: scan.count]
-    length = _resolve(table.keys, table.values, finals, scan.out, scan.count, scan.pending)
-    return None if length < 0 else scan.out[:length]
+    out, count, _, pending, _ = scan
+    if pending.shape[0] == 0:
+        return out[:count]
+    length = _resolve(table.keys, table.values, finals, out, count, pending)
+    return None if length < 0 else out[:length]
 
 
 # --- shingles and MinHash -------------------------------------------------------------------

@@ -173,17 +173,17 @@ class _AsciiTable:
 
     def store(self, keys: list[int], hashes: list[int | None]) -> None:
         """Record the hash (``None``: the token yields no form) of each new token key."""
-        values = np.zeros(len(keys), dtype=np.int64)
-        needed = self.size + len(keys)
+        found = [n for n, value in enumerate(hashes) if value is not None]
+        needed = self.size + len(found)
         if needed > self.finals.shape[0]:
             grown = np.zeros(max(needed, 2 * self.finals.shape[0]), dtype=np.uint64)
             grown[: self.size] = self.finals[: self.size]
             self.finals = grown
-        for n, value in enumerate(hashes):
-            if value is not None:
-                self.finals[self.size] = value
-                values[n] = self.size
-                self.size += 1
+        values = np.zeros(len(keys), dtype=np.int64)
+        slots = np.arange(self.size, needed, dtype=np.int64)
+        values[found] = slots
+        self.finals[slots] = np.array([hashes[n] for n in found], dtype=np.uint64)
+        self.size = needed
         self.table.set_many(np.array(keys, dtype=np.int64), values)
 
     def learn(
@@ -226,16 +226,20 @@ def _ascii_token_hashes(text: str, config: TextConfig, seed: int) -> U64 | None:
     while True:
         state.calls += 1
         scan = kernels.scan_lookup(data, state.table, state.finals, state.calls, start)
-        if scan.misses.shape[0] and not state.learn(text, scan.misses, config, seed):
+        out, count, misses, pending, stop = scan
+        if stop == len(data) and pending.shape[0] == 0 and not done:
+            known: U64 = out[:count]
+            return known  # the usual case: every token known
+        if misses.shape[0] and not state.learn(text, misses, config, seed):
             return None
-        out = kernels.resolve(scan, state.table, state.finals)
-        if out is None:
+        resolved = kernels.resolve(scan, state.table, state.finals)
+        if resolved is None:
             return None  # cannot happen: every pending token was reported and learnt
-        if scan.stop >= len(data):
-            return np.concatenate([*done, out]) if done else out
-        done.append(out)
+        if stop >= len(data):
+            return np.concatenate([*done, resolved]) if done else resolved
+        done.append(resolved)
         state.table.grow()
-        start = scan.stop
+        start = stop
 
 
 def hash_set(forms: Iterable[str], seed: int = 0) -> U64:

@@ -369,6 +369,9 @@ def forms_of_raw_tokens(
     """
     cfg = config or _DEFAULT_CONFIG
     stops = cfg.effective_stop_words if cfg.drop_stop_words else frozenset()
+    joined = " ".join(raws)
+    if joined.isascii() and joined.count(" ") == len(raws) - 1:
+        return _ascii_forms(joined, cfg, stops)
     parts = [_unstemmed_forms(raw, cfg, stops) for raw in raws]
     if not cfg.stem:
         return [tuple(p) for p in parts]
@@ -379,6 +382,32 @@ def forms_of_raw_tokens(
         n = len(part)
         result.append(tuple(stems[at : at + n]) if n else ())
         at += n
+    return result
+
+
+def _ascii_forms(joined: str, cfg: TextConfig, stops: frozenset[str]) -> list[tuple[str, ...]]:
+    """:func:`forms_of_raw_tokens` of ASCII tokens without spaces, joined by single spaces:
+    the same steps as :func:`_unstemmed_forms` (ASCII normalisation is ``lower``; no
+    no-space scripts), inlined, since this runs once per new word."""
+    number = _NUMBER_RE.fullmatch
+    policy = cfg.numbers
+    min_len = cfg.min_token_length
+    kept: list[str] = []
+    where: list[int] = []
+    for n, form in enumerate(joined.lower().split(" ")):
+        if form[0].isdigit() and number(form):
+            if policy == "drop":
+                continue
+            form = "0" if policy == "mask" else form
+        elif len(form) < min_len or form in stops:
+            continue
+        kept.append(form)
+        where.append(n)
+    if cfg.stem and kept:
+        kept = _stemmer(cfg.language).stemWords(kept)
+    result: list[tuple[str, ...]] = [()] * (joined.count(" ") + 1)
+    for n, form in zip(where, kept, strict=True):
+        result[n] = (form,)
     return result
 
 
