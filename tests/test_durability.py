@@ -50,7 +50,7 @@ def _kill_after(store: str, docs_file: Path, acks_wanted: int, every: int) -> li
     try:
         deadline = time.monotonic() + 120
         for line in proc.stdout:
-            if line.startswith("ACK "):
+            if line.startswith("ACK ") and line.endswith("\n") and len(line.split()) == 2:
                 acked.append(line.split()[1])
                 if len(acked) >= acks_wanted:
                     break
@@ -60,7 +60,10 @@ def _kill_after(store: str, docs_file: Path, acks_wanted: int, every: int) -> li
         os.kill(proc.pid, signal.SIGKILL)
         # Lines already written before the kill are acknowledged too.
         rest, _ = proc.communicate(timeout=30)
-    acked += [ln.split()[1] for ln in rest.splitlines() if ln.startswith("ACK ")]
+    # Only complete (newline-terminated) lines count: the kill can cut the last one short,
+    # e.g. to a bare "ACK " or a truncated id.
+    complete = rest.split("\n")[:-1]
+    acked += [ln.split()[1] for ln in complete if ln.startswith("ACK ") and len(ln.split()) == 2]
     assert proc.returncode == -signal.SIGKILL
     return acked
 

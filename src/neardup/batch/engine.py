@@ -98,6 +98,9 @@ __all__ = [
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
+# A signed partition as a signing task returns it: bucket keys, signatures, and the word
+# shingles (flat, offsets) when they are kept for verification.
+_Signed = tuple[U64, SignedPartition, tuple[U64, I64] | None]
 
 _NO_DATE = np.iinfo(np.int64).max
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -301,9 +304,7 @@ class _WorkDir:
 
     def remove(self) -> None:
         """Delete this run's files (only those), then the directory if it is empty."""
-        _remove_work_files(self.path)
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
+        _remove_work_dir(self.path)
 
 
 _WORK_FILE_RE = re.compile(r"(?:(?:sig|pay)\.[a-z_]+-\d{6}\.npy|manifest\.json)(?:\.partial)?")
@@ -318,6 +319,13 @@ def _remove_work_files(path: Path) -> None:
             child.unlink(missing_ok=True)
 
 
+def _remove_work_dir(path: Path) -> None:
+    """Remove the files a run put in ``path``, then ``path`` itself if that left it empty."""
+    _remove_work_files(path)
+    with contextlib.suppress(OSError):
+        path.rmdir()
+
+
 # --- the corpus stream ---------------------------------------------------------------------
 
 
@@ -329,6 +337,22 @@ class _Corpus:
     existing: list[Path]
     fields: FieldNames
     skip_invalid: bool
+
+    @classmethod
+    def of(
+        cls,
+        input: str | os.PathLike[str],
+        against: str | os.PathLike[str] | None,
+        fields: FieldNames | None,
+        skip_invalid: bool,
+    ) -> _Corpus:
+        """The corpus of a run's arguments (``fields=None``: the default field names)."""
+        return cls(
+            new=input_files(input),
+            existing=input_files(against) if against is not None else [],
+            fields=fields or FieldNames(),
+            skip_invalid=skip_invalid,
+        )
 
     def stream(self, stats: ReadStats | None = None) -> Iterator[tuple[bool, InputRecord]]:
         """``(is_existing, record)`` for every document, existing corpus first."""
@@ -343,9 +367,7 @@ class _Corpus:
         ):
             yield False, record
         if stats is not None:
-            stats.invalid += existing_stats.invalid
-            stats.duplicate_ids += existing_stats.duplicate_ids
-            stats.examples.extend(existing_stats.examples[: max(0, 5 - len(stats.examples))])
+            _merge_stats(stats, existing_stats)
 
     def partitions(
         self, size: int, stats: ReadStats | None = None
@@ -359,6 +381,14 @@ class _Corpus:
                 batch = []
         if batch:
             yield batch
+
+
+def _merge_stats(stats: ReadStats, existing_stats: ReadStats) -> None:
+    """Add the existing corpus's skipped-line counts (and first examples, up to 5) to
+    ``stats``."""
+    stats.invalid += existing_stats.invalid
+    stats.duplicate_ids += existing_stats.duplicate_ids
+    stats.examples.extend(existing_stats.examples[: max(0, 5 - len(stats.examples))])
 
 
 def _date_us(value: dt.datetime | None) -> int:
@@ -394,24 +424,30 @@ class _Meta:
     part_starts: list[int] = dataclasses.field(default_factory=list)
 
 
-def _sign_stage(
-    corpus: _Corpus,
-    config: DedupConfig,
-    runner: Runner,
-    work: _WorkDir,
-    stats: ReadStats,
-    summary: DedupSummary,
-    progress: bool,
-    shuffle: _KeyShards,
-    keep_values: bool,
-    keep_shingles: bool,
-) -> tuple[_Meta, list[SignedPartition]]:
+@dataclasses.dataclass(frozen=True)
+class _SignInputs:
+    """What the signing pass works with, whichever way it reads the input
+    (:func:`_sign_stage` or :func:`_sign_stage_ranges`)."""
+
+    corpus: _Corpus
+    config: DedupConfig
+    runner: Runner
+    work: _WorkDir
+    stats: ReadStats
+    summary: DedupSummary
+    progress: bool
+    shuffle: _KeyShards
+    keep_values: bool
+    keep_shingles: bool
+
+
+def _sign_stage(job: _SignInputs) -> tuple[_Meta, list[SignedPartition]]:
     meta = _Meta()
     parts: list[SignedPartition] = []
-    bar = _bar(progress, "signing")
+    bar = _bar(job.progress, "signing")
 
     def tasks() -> Iterator[tuple[Any, ...]]:
-        for p, batch in enumerate(corpus.partitions(config.partition_size, stats)):
+        for p, batch in enumerate(job.corpus.partitions(job.config.partition_size, job.stats)):
             meta.part_starts.append(len(meta.ids))
             for is_existing, rec in batch:
                 meta.ids.append(rec.article.id)
@@ -419,32 +455,17 @@ def _sign_stage(
                 meta.dates.append(_date_us(rec.article.date))
                 meta.lengths.append(len(rec.article.text))
                 # Where to find it again (existing files come first in read_at's list).
-                meta.files.append(rec.file_index + (0 if is_existing else len(corpus.existing)))
+                meta.files.append(rec.file_index + (0 if is_existing else len(job.corpus.existing)))
                 meta.lines.append(rec.line)
-            if work.done("sig", p):
-                summary.resumed_partitions += 1
+            if job.work.done("sig", p):
+                job.summary.resumed_partitions += 1
                 yield (_resume_signed, p, len(batch))
             else:
                 texts = [rec.article.text for _, rec in batch]
-                yield (_sign_task, p, texts, config, keep_values, keep_shingles)
+                yield (_sign_task, p, texts, job.config, job.keep_values, job.keep_shingles)
 
-    for p, result in enumerate(runner.imap(_call, tasks())):
-        if isinstance(result, int):  # resumed: load from the work directory
-            keys = work.load("sig", p, "keys")
-            lengths = work.load("sig", p, "lengths")
-            if lengths.shape[0] != result:
-                raise StoreError(f"work directory partition {p} does not match the input")
-        else:
-            keys, part, shingles = result
-            lengths = part.lengths
-            arrays = {"keys": keys, "values": part.values, "lengths": lengths}
-            if shingles is not None:
-                arrays["shingles"], arrays["shingle_offsets"] = shingles
-            work.save("sig", p, arrays)
-        shuffle.add(keys, meta.part_starts[p])
-        # Keep only the small lengths in memory; the values (when needed at all) are read
-        # back memory-mapped for the few documents that end up in candidate pairs.
-        parts.append(SignedPartition(work.load("sig", p, "values", mmap=True), lengths))
+    for p, result in enumerate(job.runner.imap(_call, tasks())):
+        lengths = _keep_signed(job.work, p, result, job.shuffle, meta.part_starts[p], parts)
         bar.update(int(lengths.shape[0]))
     bar.close()
     meta.part_starts.append(len(meta.ids))
@@ -464,7 +485,7 @@ def _range_task(
     keep_values: bool,
     keep_shingles: bool,
     sign: bool,
-) -> tuple[ParsedRange, tuple[U64, SignedPartition, tuple[U64, I64] | None] | None]:
+) -> tuple[ParsedRange, _Signed | None]:
     """Read, parse and (unless resumed) sign one byte range on the worker; the texts do not
     travel back."""
     parsed = parse_range(part, fields, skip_invalid)
@@ -474,9 +495,7 @@ def _range_task(
     return dataclasses.replace(parsed, texts=[]), signed
 
 
-def _take_rows(
-    signed: tuple[U64, SignedPartition, tuple[U64, I64] | None], rows: I64
-) -> tuple[U64, SignedPartition, tuple[U64, I64] | None]:
+def _take_rows(signed: _Signed, rows: I64) -> _Signed:
     """Rows ``rows`` of a signed range (documents dropped as duplicate ids removed)."""
     keys, part, shingles = signed
     kept = SignedPartition(part.values[rows], part.lengths[rows])
@@ -485,47 +504,36 @@ def _take_rows(
     return keys[rows], kept, shingles
 
 
-def _sign_stage_ranges(
-    corpus: _Corpus,
-    config: DedupConfig,
-    runner: Runner,
-    work: _WorkDir,
-    stats: ReadStats,
-    summary: DedupSummary,
-    progress: bool,
-    shuffle: _KeyShards,
-    keep_values: bool,
-    keep_shingles: bool,
-) -> tuple[_Meta, list[SignedPartition]]:
+def _sign_stage_ranges(job: _SignInputs) -> tuple[_Meta, list[SignedPartition]]:
     """:func:`_sign_stage` with the workers reading their own byte ranges of the input
     (:mod:`neardup.batch.ranges`); the driver checks duplicate ids in input order and keeps
     the same per-document metadata, so the result is the same."""
-    target = max(1 << 16, config.partition_size * _RANGE_BYTES_PER_DOC)
-    plan = [(True, r) for r in plan_ranges(corpus.existing, target)] + [
-        (False, r) for r in plan_ranges(corpus.new, target, first_file=len(corpus.existing))
+    target = max(1 << 16, job.config.partition_size * _RANGE_BYTES_PER_DOC)
+    plan = [(True, r) for r in plan_ranges(job.corpus.existing, target)] + [
+        (False, r) for r in plan_ranges(job.corpus.new, target, first_file=len(job.corpus.existing))
     ]
     meta = _Meta()
     parts: list[SignedPartition] = []
     seen: dict[bool, set[str]] = {True: set(), False: set()}
-    counts = {True: ReadStats(), False: stats}
-    bar = _bar(progress, "signing")
+    counts = {True: ReadStats(), False: job.stats}
+    bar = _bar(job.progress, "signing")
 
     def tasks() -> Iterator[tuple[Any, ...]]:
         for p, (_, part) in enumerate(plan):
-            sign = not work.done("sig", p)
-            summary.resumed_partitions += 0 if sign else 1
+            sign = not job.work.done("sig", p)
+            job.summary.resumed_partitions += 0 if sign else 1
             yield (
                 _range_task,
                 part,
-                corpus.fields,
-                corpus.skip_invalid,
-                config,
-                keep_values,
-                keep_shingles,
+                job.corpus.fields,
+                job.corpus.skip_invalid,
+                job.config,
+                job.keep_values,
+                job.keep_shingles,
                 sign,
             )
 
-    for p, (parsed, signed) in enumerate(runner.imap(_call, tasks())):
+    for p, (parsed, signed) in enumerate(job.runner.imap(_call, tasks())):
         is_existing, part = plan[p]
         st = counts[is_existing]
         ids_seen = seen[is_existing]
@@ -535,7 +543,7 @@ def _sign_stage_ranges(
             if doc_id in ids_seen:
                 line = int(parsed.lines[i])
                 message = f"{part.path}:{line}: duplicate id {doc_id!r} (first occurrence is kept)"
-                if not corpus.skip_invalid:
+                if not job.corpus.skip_invalid:
                     raise ConflictError(message)
                 st.duplicate_ids += 1
                 notes.append((line, message))
@@ -556,30 +564,46 @@ def _sign_stage_ranges(
         meta.lengths.extend(parsed.lengths[take].tolist())
         meta.files.extend([part.file_index] * len(rows))
         meta.lines.extend(parsed.lines[take].tolist())
-        if signed is None:  # resumed: load from the work directory
-            keys = work.load("sig", p, "keys")
-            lengths = work.load("sig", p, "lengths")
-            if lengths.shape[0] != len(rows):
-                raise StoreError(f"work directory partition {p} does not match the input")
-        else:
-            if len(rows) != len(parsed.ids):
-                signed = _take_rows(signed, take)
-            keys, signed_part, shingles = signed
-            lengths = signed_part.lengths
-            arrays = {"keys": keys, "values": signed_part.values, "lengths": lengths}
-            if shingles is not None:
-                arrays["shingles"], arrays["shingle_offsets"] = shingles
-            work.save("sig", p, arrays)
-        shuffle.add(keys, meta.part_starts[p])
-        parts.append(SignedPartition(work.load("sig", p, "values", mmap=True), lengths))
+        if signed is not None and len(rows) != len(parsed.ids):
+            signed = _take_rows(signed, take)
+        result = len(rows) if signed is None else signed
+        _keep_signed(job.work, p, result, job.shuffle, meta.part_starts[p], parts)
         bar.update(len(rows))
     bar.close()
-    existing_stats = counts[True]
-    stats.invalid += existing_stats.invalid
-    stats.duplicate_ids += existing_stats.duplicate_ids
-    stats.examples.extend(existing_stats.examples[: max(0, 5 - len(stats.examples))])
+    _merge_stats(job.stats, counts[True])
     meta.part_starts.append(len(meta.ids))
     return meta, parts
+
+
+def _keep_signed(
+    work: _WorkDir,
+    p: int,
+    result: int | _Signed,
+    shuffle: _KeyShards,
+    start: int,
+    parts: list[SignedPartition],
+) -> I64:
+    """Keep partition ``p`` (first document ``start``): save its freshly signed arrays in the
+    work directory, or (``result`` is an int: resumed) check the saved ones hold that many
+    documents; route its bucket keys to the shuffle and append it to ``parts``.  Returns
+    its lengths."""
+    if isinstance(result, int):  # resumed: load from the work directory
+        keys = work.load("sig", p, "keys")
+        lengths: I64 = work.load("sig", p, "lengths")
+        if lengths.shape[0] != result:
+            raise StoreError(f"work directory partition {p} does not match the input")
+    else:
+        keys, part, shingles = result
+        lengths = part.lengths
+        arrays = {"keys": keys, "values": part.values, "lengths": lengths}
+        if shingles is not None:
+            arrays["shingles"], arrays["shingle_offsets"] = shingles
+        work.save("sig", p, arrays)
+    shuffle.add(keys, start)
+    # Keep only the small lengths in memory; the values (when needed at all) are read
+    # back memory-mapped for the few documents that end up in candidate pairs.
+    parts.append(SignedPartition(work.load("sig", p, "values", mmap=True), lengths))
+    return lengths
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -592,7 +616,7 @@ def _resume_signed(part: int, count: int) -> int:
 
 def _sign_task(
     part: int, texts: list[str], config: DedupConfig, keep_values: bool, keep_shingles: bool
-) -> tuple[U64, SignedPartition, tuple[U64, I64] | None]:
+) -> _Signed:
     """Sign a partition and compute its bucket keys on the worker; the signature values
     travel back only when a later stage needs them (they are 1 KB a document for MinHash).
     With ``keep_shingles`` the word shingles come back too (saved for verification, so
@@ -702,15 +726,7 @@ def _payload_stage(
     for result in runner.imap(_call, tasks()):
         if isinstance(result, tuple):
             p, rows, payload = result
-            arrays: dict[str, np.ndarray] = {
-                "rows": rows,
-                "shingles": payload.shingles,
-                "shingle_offsets": payload.shingle_offsets,
-            }
-            if payload.tokens is not None and payload.token_offsets is not None:
-                arrays["tokens"] = payload.tokens
-                arrays["token_offsets"] = payload.token_offsets
-            work.save("pay", p, arrays)
+            _save_payload(work, p, rows, payload)
             bar.update(int(rows.shape[0]))
     bar.close()
 
@@ -726,16 +742,20 @@ def _payload_from_kept(work: _WorkDir, meta: _Meta, involved: I64) -> None:
         rows = involved[owner == p] - starts[p]
         flat = work.load("sig", p, "shingles", mmap=True)
         offsets = work.load("sig", p, "shingle_offsets")
-        payload = payload_from_shingles(flat, offsets, rows)
-        work.save(
-            "pay",
-            p,
-            {
-                "rows": rows,
-                "shingles": payload.shingles,
-                "shingle_offsets": payload.shingle_offsets,
-            },
-        )
+        _save_payload(work, p, rows, payload_from_shingles(flat, offsets, rows))
+
+
+def _save_payload(work: _WorkDir, p: int, rows: I64, payload: Payload) -> None:
+    """Save partition ``p``'s verification payload of its documents ``rows``."""
+    arrays: dict[str, np.ndarray] = {
+        "rows": rows,
+        "shingles": payload.shingles,
+        "shingle_offsets": payload.shingle_offsets,
+    }
+    if payload.tokens is not None and payload.token_offsets is not None:
+        arrays["tokens"] = payload.tokens
+        arrays["token_offsets"] = payload.token_offsets
+    work.save("pay", p, arrays)
 
 
 def _payload_task(
@@ -948,12 +968,7 @@ def run(
     cfg = config or DedupConfig()
     if mode not in ("dedup", "pairs"):
         raise ConfigError(f"mode must be 'dedup' or 'pairs', got {mode!r}")
-    corpus = _Corpus(
-        new=input_files(input),
-        existing=input_files(against) if against is not None else [],
-        fields=fields or FieldNames(),
-        skip_invalid=skip_invalid,
-    )
+    corpus = _Corpus.of(input, against, fields, skip_invalid)
     key = run_key(cfg, corpus, mode)
     use_ranges = worker_reads and splittable(corpus.existing + corpus.new)
     work = _WorkDir(
@@ -971,16 +986,18 @@ def run(
     keep_shingles = keeps_shingles(cfg, mode)
     sign_stage = _sign_stage_ranges if use_ranges else _sign_stage
     meta, parts = sign_stage(
-        corpus,
-        cfg,
-        runner,
-        work,
-        stats,
-        summary,
-        progress,
-        shuffle,
-        _needs_values(cfg, mode),
-        keep_shingles,
+        _SignInputs(
+            corpus=corpus,
+            config=cfg,
+            runner=runner,
+            work=work,
+            stats=stats,
+            summary=summary,
+            progress=progress,
+            shuffle=shuffle,
+            keep_values=_needs_values(cfg, mode),
+            keep_shingles=keep_shingles,
+        )
     )
     summary.stage_seconds["sign"] = time.perf_counter() - t0
 
@@ -1144,12 +1161,7 @@ def _run_and_write(
     progress: bool,
     worker_reads: bool = True,
 ) -> DedupSummary:
-    corpus = _Corpus(
-        new=input_files(input),
-        existing=input_files(against) if against is not None else [],
-        fields=fields or FieldNames(),
-        skip_invalid=skip_invalid,
-    )
+    corpus = _Corpus.of(input, against, fields, skip_invalid)
     key = run_key(cfg, corpus, mode)
     targets = [out] + ([kept_path] if kept_path is not None else [])
     previous = _already_done(targets, key)
@@ -1189,10 +1201,7 @@ def _run_and_write(
             writer.write(row)
         writer.commit()
     summary.stage_seconds["write"] = time.perf_counter() - t0
-    work_path = Path(work_dir) if work_dir else _default_work_dir(out)
-    _remove_work_files(work_path)
-    with contextlib.suppress(OSError):
-        work_path.rmdir()
+    _remove_work_dir(Path(work_dir) if work_dir else _default_work_dir(out))
     return summary
 
 

@@ -29,14 +29,43 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from neardup.errors import ConfigError, InputError, StoreError
 
 __all__ = ["eval_group", "synth"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+# Parameter types shared by the commands (click types hold no state, so one serves all).
+_FILE = click.Path(dir_okay=False, path_type=Path)
+_DIR = click.Path(file_okay=False, path_type=Path)
+
+
+def _json_option(help: str = "Print one JSON object.") -> Callable[[_F], _F]:
+    """``--json``: print the result as one JSON object (see :func:`_emit`)."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def _data_option(help: str, default: Path | None = None) -> Callable[[_F], _F]:
+    """``--data``: the shared data folder."""
+    return click.option(
+        "--data",
+        "data_dir",
+        type=_DIR,
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+def _plots_option(help: str) -> Callable[[_F], _F]:
+    """``--plots``: a folder for PNG plots (none by default)."""
+    return click.option("--plots", "plots_dir", type=_DIR, default=None, help=help)
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -51,7 +80,7 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 @click.command("synth")
-@click.argument("corpus", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("corpus", type=_FILE)
 @click.option(
     "-o",
     "--out",
@@ -190,11 +219,11 @@ def _pairs_text(results: dict[str, Any], threshold: float | None) -> str:
 
 
 @eval_group.command("pairs")
-@click.argument("labels", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("labels", type=_FILE)
 @click.option(
     "--docs",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=_FILE,
     help="JSON Lines documents with id and text (.gz allowed).",
 )
 @click.option(
@@ -224,14 +253,8 @@ def _pairs_text(results: dict[str, Any], threshold: float | None) -> str:
     default=None,
     help="Also report recall / false-positive rate per value of this pair field.",
 )
-@click.option(
-    "--plots",
-    "plots_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Write PNG plots (PR curves, score distributions) here.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_plots_option("Write PNG plots (PR curves, score distributions) here.")
+@_json_option()
 def pairs_cmd(
     labels: Path,
     docs: Path,
@@ -285,11 +308,11 @@ def pairs_cmd(
 
 
 @eval_group.command("clusters")
-@click.argument("predicted", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("predicted", type=_FILE)
 @click.option(
     "--gold",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=_FILE,
     help="Gold groups: synth docs.jsonl, id+group lines, or 'ids' group lines.",
 )
 @click.option(
@@ -301,11 +324,11 @@ def pairs_cmd(
 @click.option(
     "--items",
     "items_from",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=_FILE,
     default=None,
     help="Evaluate over the ids of this JSON Lines file (default: the ids in GOLD).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_json_option()
 def clusters_cmd(
     predicted: Path,
     gold: Path,
@@ -353,18 +376,12 @@ def _hook(module_name: str, function: str) -> Any:
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=_DIR,
     default=Path("docs/origin"),
     show_default=True,
     help="Where results.json, results.md and the plots are written.",
 )
-@click.option(
-    "--data",
-    "data_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="The shared data folder (default: ../shared/data).",
-)
+@_data_option("The shared data folder (default: ../shared/data).")
 @click.option("--quick", is_flag=True, help="Two memory sizes only.")
 def origin_cmd(out_dir: Path, data_dir: Path | None, quick: bool) -> None:
     """Origin detection quality (DO, TF, ssr of seed 004) on the Reuters copy stream."""
@@ -377,15 +394,9 @@ def origin_cmd(out_dir: Path, data_dir: Path | None, quick: bool) -> None:
 # -> {category: AlignmentScore}: character-level precision/recall/F1 of the copied passages
 # origin detection finds in PAN13 (written by the origin helper).
 @eval_group.command("alignment")
-@click.option(
-    "--data",
-    "data_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="The shared data folder (default: ../shared/data).",
-)
+@_data_option("The shared data folder (default: ../shared/data).")
 @click.option("--limit", type=int, default=None, help="At most this many pairs per category.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_json_option()
 def alignment_cmd(data_dir: Path | None, limit: int | None, as_json: bool) -> None:
     """Character-level passage alignment quality on PAN13, per obfuscation category."""
     scores = _hook("alignment", "evaluate_alignment")(data_dir, limit=limit)
@@ -399,24 +410,13 @@ def alignment_cmd(data_dir: Path | None, limit: int | None, as_json: bool) -> No
 
 
 @eval_group.command("stream")
-@click.option(
-    "--data",
-    "data_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("../shared/data"),
-    show_default=True,
-    help="The shared data folder (Reuters is read from reuters21578/).",
+@_data_option(
+    "The shared data folder (Reuters is read from reuters21578/).", default=Path("../shared/data")
 )
 @click.option("--max-originals", default=1000, show_default=True, type=int)
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option(
-    "--plots",
-    "plots_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Write stream_thresholds.png here.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print all figures as one JSON object.")
+@_plots_option("Write stream_thresholds.png here.")
+@_json_option("Print all figures as one JSON object.")
 def stream_cmd(
     data_dir: Path, max_originals: int, seed: int, plots_dir: Path | None, as_json: bool
 ) -> None:

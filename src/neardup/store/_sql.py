@@ -7,16 +7,65 @@ signed) and converted back to unsigned on reading.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from neardup.store import ArticleRow, EventRow, LogEntry
+from neardup.errors import StoreError
+from neardup.store import SCHEMA_VERSION, ArticleRow, EventRow, LogEntry
 
 _ARTICLE_COLUMNS = (
     "seq, id, text_hash, date_us, source, title, text, status, original, event, "
     "fingerprint, signature, decision"
 )
 _MASK64 = (1 << 64) - 1
+
+# The tables of both backends; only the column types differ ({seq}: the auto-numbered key,
+# {int}: a 64-bit integer, {blob}: bytes).
+_DDL_TEMPLATE = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS articles (
+    seq {seq},
+    id TEXT NOT NULL UNIQUE,
+    text_hash TEXT NOT NULL,
+    date_us {int},
+    source TEXT,
+    title TEXT,
+    text TEXT,
+    status TEXT NOT NULL,
+    original TEXT,
+    event TEXT,
+    fingerprint {int} NOT NULL,
+    signature {blob} NOT NULL,
+    decision TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS articles_original ON articles (original) WHERE original IS NOT NULL;
+CREATE INDEX IF NOT EXISTS articles_event ON articles (event) WHERE event IS NOT NULL;
+CREATE TABLE IF NOT EXISTS events (
+    id TEXT PRIMARY KEY,
+    opened_by TEXT NOT NULL,
+    opened_at_us {int} NOT NULL,
+    opened_seq {int} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS log (
+    seq {seq},
+    op TEXT NOT NULL,
+    article_seq {int} NOT NULL,
+    arg TEXT NOT NULL
+);
+"""
+
+
+def make_ddl(*, seq: str, integer: str, blob: str) -> str:
+    """The schema's DDL with a backend's column types (statements separated by ``;``)."""
+    return _DDL_TEMPLATE.format(seq=seq, int=integer, blob=blob)
+
+
+def run_script(script: str, execute: Callable[[str], Any]) -> None:
+    """Run each ``;``-separated statement of ``script`` with ``execute``."""
+    for statement in script.split(";"):
+        if statement.strip():
+            execute(statement)
 
 
 def to_signed(value: int) -> int:
@@ -52,19 +101,92 @@ def _event(row: Sequence[Any]) -> EventRow:
 
 
 class SqlStoreBase:
-    """The queries; subclasses provide ``_conn``, ``_sql`` and transaction handling."""
+    """The queries, schema versioning and the re-entrant write transaction.
+
+    Subclasses provide ``_conn`` (a DB-API connection), ``_db_error`` (the driver's error
+    class, wrapped in :class:`~neardup.errors.StoreError`), ``_label`` (names the store in
+    messages), ``_sql`` (placeholder adaptation), ``_insert_returning_seq`` and the
+    transaction hooks ``_begin``, ``_rollback`` and ``_commit``.
+    """
 
     url: str
     _conn: Any
+    _db_error: type[BaseException]
+    _lock: Any
+    _depth: int
+
+    @property
+    def _label(self) -> str:
+        raise NotImplementedError
 
     def _sql(self, text: str) -> str:
         return text
 
     def _exec(self, text: str, params: Sequence[Any] = ()) -> Any:
-        return self._conn.execute(self._sql(text), tuple(params))
+        try:
+            return self._conn.execute(self._sql(text), tuple(params))
+        except self._db_error as exc:
+            raise StoreError(f"{self._label}: {exc}") from exc
 
     def _insert_returning_seq(self, text: str, params: Sequence[Any]) -> int:
         raise NotImplementedError
+
+    # --- schema version -----------------------------------------------------------------
+    def _check_version(self, migrations: Mapping[int, str], execute: Callable[[str], Any]) -> None:
+        """Write the schema version into a new store, refuse a newer one, migrate an older
+        one forward (``migrations[v]`` upgrades version v to v + 1, run with ``execute``)."""
+        found = self.meta_get("schema_version")
+        if found is None:
+            self.meta_set("schema_version", str(SCHEMA_VERSION))
+            return
+        version = int(found)
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"store schema version {version} is newer than this neardup supports "
+                f"({SCHEMA_VERSION}); upgrade neardup"
+            )
+        while version < SCHEMA_VERSION:
+            run_script(migrations[version], execute)
+            version += 1
+            self.meta_set("schema_version", str(version))
+
+    # --- transactions -------------------------------------------------------------------
+    def _begin(self) -> Any:
+        """Open a transaction; returns what ``_rollback``/``_commit`` need."""
+        raise NotImplementedError
+
+    def _rollback(self, tx: Any, exc: BaseException) -> None:
+        """Roll back after ``exc``; may raise a wrapped error instead of re-raising it."""
+        raise NotImplementedError
+
+    def _commit(self, tx: Any) -> None:
+        raise NotImplementedError
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """One write transaction (re-entrant: inner calls join the outer one).
+
+        SQLite: ``BEGIN IMMEDIATE`` ... ``COMMIT``; PostgreSQL: a transaction holding the
+        store's advisory lock.
+        """
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            tx = self._begin()
+            self._depth = 1
+            try:
+                yield
+            except BaseException as exc:
+                self._depth = 0
+                self._rollback(tx, exc)
+                raise
+            self._depth = 0
+            self._commit(tx)
 
     # --- meta ---------------------------------------------------------------------------
     def meta_get(self, key: str) -> str | None:

@@ -16,50 +16,18 @@ from __future__ import annotations
 import re
 import threading
 import urllib.parse
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 import xxhash
 
 from neardup.errors import ConfigError, StoreError
-from neardup.store import SCHEMA_VERSION
-from neardup.store._sql import SqlStoreBase
+from neardup.store._sql import SqlStoreBase, make_ddl, run_script
 
 __all__ = ["PostgresStore", "drop_schema"]
 
-_DDL = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS articles (
-    seq BIGSERIAL PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    text_hash TEXT NOT NULL,
-    date_us BIGINT,
-    source TEXT,
-    title TEXT,
-    text TEXT,
-    status TEXT NOT NULL,
-    original TEXT,
-    event TEXT,
-    fingerprint BIGINT NOT NULL,
-    signature BYTEA NOT NULL,
-    decision TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS articles_original ON articles (original) WHERE original IS NOT NULL;
-CREATE INDEX IF NOT EXISTS articles_event ON articles (event) WHERE event IS NOT NULL;
-CREATE TABLE IF NOT EXISTS events (
-    id TEXT PRIMARY KEY,
-    opened_by TEXT NOT NULL,
-    opened_at_us BIGINT NOT NULL,
-    opened_seq BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS log (
-    seq BIGSERIAL PRIMARY KEY,
-    op TEXT NOT NULL,
-    article_seq BIGINT NOT NULL,
-    arg TEXT NOT NULL
-)
-"""
+_DDL = make_ddl(seq="BIGSERIAL PRIMARY KEY", integer="BIGINT", blob="BYTEA")
 
 MIGRATIONS: dict[int, str] = {}
 
@@ -102,6 +70,7 @@ class PostgresStore(SqlStoreBase):
         import psycopg
 
         self._psycopg = psycopg
+        self._db_error = psycopg.Error
         self.url = url
         conninfo, self.schema = _split_url(url)
         self._key = _lock_key(self.schema)
@@ -120,10 +89,8 @@ class PostgresStore(SqlStoreBase):
                     raise StoreError(f"PostgreSQL store schema {self.schema!r} does not exist")
                 self._conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
                 self._conn.execute(f'SET search_path TO "{self.schema}"')
-                for statement in _DDL.split(";"):
-                    if statement.strip():
-                        self._conn.execute(statement)
-                self._check_version()
+                run_script(_DDL, self._conn.execute)
+                self._check_version(MIGRATIONS, self._conn.execute)
         except psycopg.Error as exc:
             self._conn.close()
             raise StoreError(f"cannot initialise PostgreSQL store: {exc}") from exc
@@ -132,69 +99,41 @@ class PostgresStore(SqlStoreBase):
             raise
         self._conn.execute(f'SET search_path TO "{self.schema}"')
 
-    def _check_version(self) -> None:
-        found = self.meta_get("schema_version")
-        if found is None:
-            self.meta_set("schema_version", str(SCHEMA_VERSION))
-            return
-        version = int(found)
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"store schema version {version} is newer than this neardup supports "
-                f"({SCHEMA_VERSION}); upgrade neardup"
-            )
-        while version < SCHEMA_VERSION:
-            for statement in MIGRATIONS[version].split(";"):
-                if statement.strip():
-                    self._conn.execute(statement)
-            version += 1
-            self.meta_set("schema_version", str(version))
+    @property
+    def _label(self) -> str:
+        return f"PostgreSQL store {self.schema!r}"
 
     def _sql(self, text: str) -> str:
         return text.replace("?", "%s")
-
-    def _exec(self, text: str, params: Sequence[Any] = ()) -> Any:
-        try:
-            return self._conn.execute(self._sql(text), tuple(params))
-        except self._psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL store {self.schema!r}: {exc}") from exc
 
     def _insert_returning_seq(self, text: str, params: Sequence[Any]) -> int:
         row = self._exec(text + " RETURNING seq", params).fetchone()
         return int(row[0])
 
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        """A transaction holding the store's advisory lock (re-entrant)."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield
-                finally:
-                    self._depth -= 1
-                return
-            try:
-                tx = self._conn.transaction()
-                tx.__enter__()
-            except self._psycopg.Error as exc:
-                raise StoreError(f"PostgreSQL store {self.schema!r}: {exc}") from exc
-            self._depth = 1
-            try:
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
-                yield
-            except BaseException as exc:
-                self._depth = 0
-                with suppress(self._psycopg.Error):
-                    tx.__exit__(type(exc), exc, exc.__traceback__)
-                if isinstance(exc, self._psycopg.Error):
-                    raise StoreError(f"PostgreSQL store {self.schema!r}: {exc}") from exc
-                raise
-            self._depth = 0
-            try:
-                tx.__exit__(None, None, None)
-            except self._psycopg.Error as exc:
-                raise StoreError(f"PostgreSQL store {self.schema!r}: commit failed: {exc}") from exc
+    def _begin(self) -> Any:
+        try:
+            tx = self._conn.transaction()
+            tx.__enter__()
+        except self._psycopg.Error as exc:
+            raise StoreError(f"{self._label}: {exc}") from exc
+        try:
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
+        except BaseException as exc:
+            self._rollback(tx, exc)
+            raise
+        return tx
+
+    def _rollback(self, tx: Any, exc: BaseException) -> None:
+        with suppress(self._psycopg.Error):
+            tx.__exit__(type(exc), exc, exc.__traceback__)
+        if isinstance(exc, self._psycopg.Error):
+            raise StoreError(f"{self._label}: {exc}") from exc
+
+    def _commit(self, tx: Any) -> None:
+        try:
+            tx.__exit__(None, None, None)
+        except self._psycopg.Error as exc:
+            raise StoreError(f"{self._label}: commit failed: {exc}") from exc
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -18,50 +18,18 @@ from __future__ import annotations
 import sqlite3
 import threading
 import urllib.parse
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from neardup.config import check_choice
 from neardup.errors import ConfigError, StoreError
-from neardup.store import SCHEMA_VERSION
-from neardup.store._sql import SqlStoreBase
+from neardup.store._sql import SqlStoreBase, make_ddl, run_script
 
 __all__ = ["SQLiteStore"]
 
-_DDL = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS articles (
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    text_hash TEXT NOT NULL,
-    date_us INTEGER,
-    source TEXT,
-    title TEXT,
-    text TEXT,
-    status TEXT NOT NULL,
-    original TEXT,
-    event TEXT,
-    fingerprint INTEGER NOT NULL,
-    signature BLOB NOT NULL,
-    decision TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS articles_original ON articles (original) WHERE original IS NOT NULL;
-CREATE INDEX IF NOT EXISTS articles_event ON articles (event) WHERE event IS NOT NULL;
-CREATE TABLE IF NOT EXISTS events (
-    id TEXT PRIMARY KEY,
-    opened_by TEXT NOT NULL,
-    opened_at_us INTEGER NOT NULL,
-    opened_seq INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS log (
-    seq INTEGER PRIMARY KEY,
-    op TEXT NOT NULL,
-    article_seq INTEGER NOT NULL,
-    arg TEXT NOT NULL
-);
-"""
+_DDL = make_ddl(seq="INTEGER PRIMARY KEY", integer="INTEGER", blob="BLOB")
 
 # MIGRATIONS[v] upgrades a store from schema version v to v + 1.
 MIGRATIONS: dict[int, str] = {}
@@ -116,63 +84,33 @@ class SQLiteStore(SqlStoreBase):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {path!r}: {exc}") from exc
 
+    _db_error = sqlite3.Error
+
+    @property
+    def _label(self) -> str:
+        return f"SQLite store {self.path!r}"
+
     def _init_schema(self) -> None:
         with self.write():
-            for statement in _DDL.split(";"):
-                if statement.strip():
-                    self._exec(statement)
-            found = self.meta_get("schema_version")
-            if found is None:
-                self.meta_set("schema_version", str(SCHEMA_VERSION))
-                return
-            version = int(found)
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"store schema version {version} is newer than this neardup supports "
-                    f"({SCHEMA_VERSION}); upgrade neardup"
-                )
-            while version < SCHEMA_VERSION:
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        self._exec(statement)
-                version += 1
-                self.meta_set("schema_version", str(version))
-
-    def _exec(self, text: str, params: Sequence[Any] = ()) -> Any:
-        try:
-            return self._conn.execute(text, tuple(params))
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
+            run_script(_DDL, self._exec)
+            self._check_version(MIGRATIONS, self._exec)
 
     def _insert_returning_seq(self, text: str, params: Sequence[Any]) -> int:
         cur = self._exec(text, params)
         return int(cur.lastrowid)
 
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (re-entrant: inner calls join the outer one)."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield
-                finally:
-                    self._depth -= 1
-                return
-            self._exec("BEGIN IMMEDIATE")
-            self._depth = 1
-            try:
-                yield
-            except BaseException:
-                self._depth = 0
-                self._conn.rollback()
-                raise
-            self._depth = 0
-            try:
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._conn.rollback()
-                raise StoreError(f"SQLite store {self.path!r}: commit failed: {exc}") from exc
+    def _begin(self) -> None:
+        self._exec("BEGIN IMMEDIATE")
+
+    def _rollback(self, tx: None, exc: BaseException) -> None:
+        self._conn.rollback()
+
+    def _commit(self, tx: None) -> None:
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._conn.rollback()
+            raise StoreError(f"{self._label}: commit failed: {exc}") from exc
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
