@@ -207,9 +207,12 @@ class MultiTable:
         self.segments.append(segment)
         segs = self.segments
         while len(segs) >= 2 and segs[-2].size <= self.merge_ratio * segs[-1].size:
-            newer = segs.pop()
-            older = segs.pop()
-            segs.append(Segment.merge(older, newer, alive, self.width_tuple))
+            self._merge_last_two(alive)
+
+    def _merge_last_two(self, alive: Bool) -> None:
+        newer = self.segments.pop()
+        older = self.segments.pop()
+        self.segments.append(Segment.merge(older, newer, alive, self.width_tuple))
 
     def compact(self, alive: Bool, renumber: I64 | None = None) -> None:
         """Merge everything into one segment of live rows; optionally renumber the rows."""
@@ -218,9 +221,7 @@ class MultiTable:
             return
         self._lists = None
         while len(self.segments) > 1:
-            newer = self.segments.pop()
-            older = self.segments.pop()
-            self.segments.append(Segment.merge(older, newer, alive, self.width_tuple))
+            self._merge_last_two(alive)
         seg = self.segments[0]
         if not alive[seg.rows[0]].all():
             empty = Segment(
@@ -298,6 +299,20 @@ def _rotl(x: np.uint64, shift: np.int64) -> np.uint64:  # pragma: no cover - com
 # Every kernel runs in two passes: count the matches, allocate exactly, fill.  Growing the
 # output arrays inside the loop instead (reassigning them) stops LLVM from optimising the
 # loop and was measured ~10x slower per scanned element.
+# The entry points below drive the two passes with ``for fill in (False, True)`` so each
+# argument list is written once; the scanning loops stay in the separately compiled kernels.
+# (Passing the kernel itself to one generic driver would remove the drivers too, but numba
+# cannot cache a function that takes another compiled function as an argument.)
+
+
+@njit(cache=True)
+def _outputs3(n: int) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
+    """Three int64 output arrays of length ``n`` (query, row, distance)."""
+    return (
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+    )
 
 
 @njit(cache=True)
@@ -361,42 +376,26 @@ def hamming_probe_segment(
     only by the first table whose block it matches exactly (``masks[t, u]`` is block ``u`` in
     table ``t``'s frame), so each (query, row) pair appears once.
     """
-    empty = np.empty(0, dtype=np.int64)
-    n = _hamming_probe(
-        queries,
-        starts,
-        widths,
-        keys,
-        rows,
-        directory,
-        dbits,
-        masks,
-        alive,
-        max_distance,
-        empty,
-        empty,
-        empty,
-        False,
-    )
-    out_q = np.empty(n, dtype=np.int64)
-    out_r = np.empty(n, dtype=np.int64)
-    out_d = np.empty(n, dtype=np.int64)
-    _hamming_probe(
-        queries,
-        starts,
-        widths,
-        keys,
-        rows,
-        directory,
-        dbits,
-        masks,
-        alive,
-        max_distance,
-        out_q,
-        out_r,
-        out_d,
-        True,
-    )
+    out_q = out_r = out_d = np.empty(0, dtype=np.int64)
+    for fill in (False, True):
+        n = _hamming_probe(
+            queries,
+            starts,
+            widths,
+            keys,
+            rows,
+            directory,
+            dbits,
+            masks,
+            alive,
+            max_distance,
+            out_q,
+            out_r,
+            out_d,
+            fill,
+        )
+        if not fill:
+            out_q, out_r, out_d = _outputs3(n)
     return out_q, out_r, out_d
 
 
@@ -424,20 +423,6 @@ def _hamming_scan(
                     out_d[count] = d
                 count += 1
     return count
-
-
-@njit(cache=True)
-def hamming_scan(
-    queries: U64, values: U64, rows: U32, alive: Bool, max_distance: np.int64
-) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
-    """Brute force over ``values`` (the buffer): (query, row, distance) within the distance."""
-    empty = np.empty(0, dtype=np.int64)
-    n = _hamming_scan(queries, values, rows, alive, max_distance, empty, empty, empty, False)
-    out_q = np.empty(n, dtype=np.int64)
-    out_r = np.empty(n, dtype=np.int64)
-    out_d = np.empty(n, dtype=np.int64)
-    _hamming_scan(queries, values, rows, alive, max_distance, out_q, out_r, out_d, True)
-    return out_q, out_r, out_d
 
 
 @njit(cache=True)
@@ -471,11 +456,12 @@ def exact_probe_segment(
     qkeys: U64, keys: U64, rows: U32, directory: I64, dbits: np.int64, alive: Bool
 ) -> tuple[I64, I64]:  # pragma: no cover - compiled
     """Rows whose key equals the query's in at least one table: (query, row), may repeat."""
-    empty = np.empty(0, dtype=np.int64)
-    n = _exact_probe(qkeys, keys, rows, directory, dbits, alive, empty, empty, False)
-    out_q = np.empty(n, dtype=np.int64)
-    out_r = np.empty(n, dtype=np.int64)
-    _exact_probe(qkeys, keys, rows, directory, dbits, alive, out_q, out_r, True)
+    out_q = out_r = np.empty(0, dtype=np.int64)
+    for fill in (False, True):
+        n = _exact_probe(qkeys, keys, rows, directory, dbits, alive, out_q, out_r, fill)
+        if not fill:
+            out_q = np.empty(n, dtype=np.int64)
+            out_r = np.empty(n, dtype=np.int64)
     return out_q, out_r
 
 
@@ -504,72 +490,7 @@ def _exact_scan(
     return count
 
 
-@njit(cache=True)
-def exact_scan(
-    qkeys: U64, keys: U64, rows: U32, count_in: np.int64, alive: Bool
-) -> tuple[I64, I64]:  # pragma: no cover - compiled
-    """Brute force over the buffer's first ``count_in`` columns: (query, row), may repeat."""
-    empty = np.empty(0, dtype=np.int64)
-    n = _exact_scan(qkeys, keys, rows, count_in, alive, empty, empty, False)
-    out_q = np.empty(n, dtype=np.int64)
-    out_r = np.empty(n, dtype=np.int64)
-    _exact_scan(qkeys, keys, rows, count_in, alive, out_q, out_r, True)
-    return out_q, out_r
-
-
 # -- all segments and the buffer in one call (the query paths) ----------------------------
-
-
-@njit(cache=True)
-def _hamming_all(
-    queries: U64,
-    starts: I64,
-    widths: I64,
-    seg_keys: Any,
-    seg_rows: Any,
-    seg_dirs: Any,
-    seg_dbits: I64,
-    masks: U64,
-    alive: Bool,
-    max_distance: np.int64,
-    buf_values: U64,
-    buf_rows: U32,
-    buf_count: np.int64,
-    out_q: I64,
-    out_r: I64,
-    out_d: I64,
-    fill: bool,
-) -> int:  # pragma: no cover - compiled
-    count = 0
-    for s in range(len(seg_keys)):
-        count += _hamming_probe(
-            queries,
-            starts,
-            widths,
-            seg_keys[s],
-            seg_rows[s],
-            seg_dirs[s],
-            seg_dbits[s],
-            masks,
-            alive,
-            max_distance,
-            out_q[count:],
-            out_r[count:],
-            out_d[count:],
-            fill,
-        )
-    count += _hamming_scan(
-        queries,
-        buf_values[:buf_count],
-        buf_rows[:buf_count],
-        alive,
-        max_distance,
-        out_q[count:],
-        out_r[count:],
-        out_d[count:],
-        fill,
-    )
-    return count
 
 
 @njit(cache=True)
@@ -590,83 +511,40 @@ def hamming_probe_all(
 ) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
     """(query, row, distance) of every live row within ``max_distance`` of each query, over
     all segments and the buffer; each pair once (see :func:`hamming_probe_segment`)."""
-    empty = np.empty(0, dtype=np.int64)
-    n = _hamming_all(
-        queries,
-        starts,
-        widths,
-        seg_keys,
-        seg_rows,
-        seg_dirs,
-        seg_dbits,
-        masks,
-        alive,
-        max_distance,
-        buf_values,
-        buf_rows,
-        buf_count,
-        empty,
-        empty,
-        empty,
-        False,
-    )
-    out_q = np.empty(n, dtype=np.int64)
-    out_r = np.empty(n, dtype=np.int64)
-    out_d = np.empty(n, dtype=np.int64)
-    _hamming_all(
-        queries,
-        starts,
-        widths,
-        seg_keys,
-        seg_rows,
-        seg_dirs,
-        seg_dbits,
-        masks,
-        alive,
-        max_distance,
-        buf_values,
-        buf_rows,
-        buf_count,
-        out_q,
-        out_r,
-        out_d,
-        True,
-    )
-    return out_q, out_r, out_d
-
-
-@njit(cache=True)
-def _exact_all(
-    qkeys: U64,
-    seg_keys: Any,
-    seg_rows: Any,
-    seg_dirs: Any,
-    seg_dbits: I64,
-    buf_keys: U64,
-    buf_rows: U32,
-    buf_count: np.int64,
-    alive: Bool,
-    out_q: I64,
-    out_r: I64,
-    fill: bool,
-) -> int:  # pragma: no cover - compiled
-    count = 0
-    for s in range(len(seg_keys)):
-        count += _exact_probe(
-            qkeys,
-            seg_keys[s],
-            seg_rows[s],
-            seg_dirs[s],
-            seg_dbits[s],
+    out_q = out_r = out_d = np.empty(0, dtype=np.int64)
+    for fill in (False, True):
+        count = 0
+        for s in range(len(seg_keys)):
+            count += _hamming_probe(
+                queries,
+                starts,
+                widths,
+                seg_keys[s],
+                seg_rows[s],
+                seg_dirs[s],
+                seg_dbits[s],
+                masks,
+                alive,
+                max_distance,
+                out_q[count:],
+                out_r[count:],
+                out_d[count:],
+                fill,
+            )
+        count += _hamming_scan(
+            queries,
+            buf_values[:buf_count],
+            buf_rows[:buf_count],
             alive,
+            max_distance,
             out_q[count:],
             out_r[count:],
+            out_d[count:],
             fill,
         )
-    count += _exact_scan(
-        qkeys, buf_keys, buf_rows, buf_count, alive, out_q[count:], out_r[count:], fill
-    )
-    return count
+        if not fill:
+            out_q, out_r, out_d = _outputs3(count)
+    return out_q, out_r, out_d
 
 
 @njit(cache=True)
@@ -683,37 +561,27 @@ def exact_probe_all(
 ) -> tuple[I64, I64]:  # pragma: no cover - compiled
     """(query, row) for every live row sharing a key with the query in some table, over all
     segments and the buffer (a row may repeat)."""
-    empty = np.empty(0, dtype=np.int64)
-    n = _exact_all(
-        qkeys,
-        seg_keys,
-        seg_rows,
-        seg_dirs,
-        seg_dbits,
-        buf_keys,
-        buf_rows,
-        buf_count,
-        alive,
-        empty,
-        empty,
-        False,
-    )
-    out_q = np.empty(n, dtype=np.int64)
-    out_r = np.empty(n, dtype=np.int64)
-    _exact_all(
-        qkeys,
-        seg_keys,
-        seg_rows,
-        seg_dirs,
-        seg_dbits,
-        buf_keys,
-        buf_rows,
-        buf_count,
-        alive,
-        out_q,
-        out_r,
-        True,
-    )
+    out_q = out_r = np.empty(0, dtype=np.int64)
+    for fill in (False, True):
+        count = 0
+        for s in range(len(seg_keys)):
+            count += _exact_probe(
+                qkeys,
+                seg_keys[s],
+                seg_rows[s],
+                seg_dirs[s],
+                seg_dbits[s],
+                alive,
+                out_q[count:],
+                out_r[count:],
+                fill,
+            )
+        count += _exact_scan(
+            qkeys, buf_keys, buf_rows, buf_count, alive, out_q[count:], out_r[count:], fill
+        )
+        if not fill:
+            out_q = np.empty(count, dtype=np.int64)
+            out_r = np.empty(count, dtype=np.int64)
     return out_q, out_r
 
 

@@ -43,14 +43,14 @@ import numpy.typing as npt
 from neardup.config import Config, check_choice, check_int
 from neardup.errors import (
     ConfigError,
-    ConflictError,
     InputError,
     InputTypeError,
     SchemeMismatchError,
     StoreError,
 )
-from neardup.index._common import Key, KeyMap, read_index_file, write_index_file
-from neardup.index._tables import MultiTable, Segment, hamming_probe_all, hamming_probe_segment
+from neardup.index._common import Key, read_index_file
+from neardup.index._rows import RowIndex, resolve_config
+from neardup.index._tables import MultiTable, hamming_probe_all, hamming_probe_segment
 from neardup.sketch.base import Signature
 
 __all__ = ["HammingIndex", "HammingIndexConfig"]
@@ -126,7 +126,7 @@ def _rotl(values: U64, shift: int) -> U64:
     return (values << s) | (values >> np.uint64(64 - shift))
 
 
-class HammingIndex:
+class HammingIndex(RowIndex):
     """Exact Hamming-distance search over 64-bit fingerprints, with add, remove, save, load.
 
     >>> index = HammingIndex(max_distance=3)
@@ -136,40 +136,26 @@ class HammingIndex:
     [('a', 1), ('b', 2)]
     """
 
+    KIND = "a Hamming index"
+    NOUN = "fingerprints"
+    MAGIC = _MAGIC
+    VALUES_NAME = "fingerprints"
+    MIN_ROWS = 1024
+
     def __init__(self, config: HammingIndexConfig | None = None, **params: Any) -> None:
-        if config is None:
-            config = HammingIndexConfig(**params)
-        elif params:
-            raise ConfigError("give either config= or individual parameters, not both")
-        elif not isinstance(config, HammingIndexConfig):
-            raise ConfigError(f"config must be HammingIndexConfig, got {type(config).__name__}")
-        self.config = config
+        self.config = config = resolve_config(HammingIndexConfig, config, params)
         layout = config.layout
         self._starts = np.concatenate([[0], np.cumsum(layout)[:-1]]).astype(int).tolist()
         self._start_array = np.array(self._starts, dtype=np.int64)
         self._masks = self._frame_masks(layout, self._starts)
-        self._tables = MultiTable(layout, config.buffer_size)
-        self._keys = KeyMap()
-        self._fps = np.zeros(1024, dtype=np.uint64)
-        self._alive = np.zeros(1024, dtype=np.bool_)
-        self._nrows = 0
-        self.scheme_id: str | None = None
+        self._init_rows(MultiTable(layout, config.buffer_size), ())
 
     # -- sizes -----------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            return self._keys.normalise(key) in self._keys.rows
-        except InputError:
-            return False
 
     @property
     def nbytes(self) -> int:
         """Bytes of the numpy arrays (tables, fingerprints, live flags); keys not included."""
-        return int(self._tables.nbytes + self._fps.nbytes + self._alive.nbytes)
+        return int(self._tables.nbytes + self._values.nbytes + self._alive.nbytes)
 
     # -- input -----------------------------------------------------------------------------
 
@@ -182,20 +168,6 @@ class HammingIndex:
             for t in range(n):
                 masks[t, u] = _rotl(block, starts[t])[0]
         return masks
-
-    def _check_scheme(self, sig: Signature, seen: list[str]) -> None:
-        """Signatures must share one scheme id: the index's, else the first one in this call.
-
-        The index adopts a scheme id only when an add succeeds (``seen`` collects it), so a
-        query or a failed add never changes it.
-        """
-        expected = self.scheme_id if self.scheme_id is not None else (seen[0] if seen else None)
-        if expected is None:
-            seen.append(sig.scheme_id)
-        elif sig.scheme_id != expected:
-            raise SchemeMismatchError(
-                f"this index holds {expected} fingerprints, got {sig.scheme_id}"
-            )
 
     def _fingerprint(self, value: object, seen: list[str]) -> int:
         if isinstance(value, Signature):
@@ -256,6 +228,15 @@ class HammingIndex:
 
     # -- add / remove ----------------------------------------------------------------------
 
+    def _same(self, previous: Any, value: Any) -> bool:
+        return int(previous) == int(value)
+
+    def _conflict_message(self, key: Key, previous: Any, value: Any) -> str:
+        return (
+            f"key {key!r} is already indexed with fingerprint {int(previous):#018x}; "
+            f"remove it before adding {int(value):#018x}"
+        )
+
     def add(self, key: Key, fingerprint: int | np.uint64 | Signature) -> None:
         """Index ``fingerprint`` under ``key`` (see the class docs for the duplicate policy).
 
@@ -264,24 +245,9 @@ class HammingIndex:
         """
         schemes: list[str] = []
         fp = self._fingerprint(fingerprint, schemes)
-        km = self._keys
-        k = km.normalise(key)
-        old = km.rows.get(k)
-        if old is not None and int(self._fps[old]) != fp:
-            raise ConflictError(
-                f"key {k!r} is already indexed with fingerprint {int(self._fps[old]):#018x}; "
-                f"remove it before adding {fp:#018x}"
-            )
-        if self.scheme_id is None and schemes:
-            self.scheme_id = schemes[0]
-        if old is not None:
+        row = self._add_row(key, fp, schemes)
+        if row is None:
             return
-        row = self._nrows
-        self._reserve(row + 1)
-        self._fps[row] = fp
-        self._alive[row] = True
-        self._nrows += 1
-        km.append([k], {k: row})
         mask = _U64_MAX
         table_keys = np.array(
             [[((fp << s) | (fp >> (64 - s))) & mask if s else fp] for s in self._starts],
@@ -293,78 +259,11 @@ class HammingIndex:
         """Index many fingerprints at once (vectorised; all-or-nothing on bad input)."""
         schemes: list[str] = []
         fps = self._fingerprints(fingerprints, schemes)
-        km = self._keys
-        norm, repeats, prepared = km.prepare(keys)
-        if len(norm) != fps.shape[0]:
-            raise InputError(f"{len(norm)} keys but {fps.shape[0]} fingerprints")
-        fresh = norm
-        if repeats:
-            keep = np.ones(len(norm), dtype=np.bool_)
-            for i, (in_index, where) in repeats.items():
-                previous = int(self._fps[where] if in_index else fps[where])
-                if previous != int(fps[i]):
-                    raise ConflictError(
-                        f"key {norm[i]!r} is already indexed with fingerprint {previous:#018x}; "
-                        f"remove it before adding {int(fps[i]):#018x}"
-                    )
-                keep[i] = False
-            fresh = [k for k, kept in zip(norm, keep.tolist(), strict=True) if kept]
-            fps = fps[keep]
-        if self.scheme_id is None and schemes:
-            self.scheme_id = schemes[0]
-        if not fresh:
-            return
-        start = self._nrows
-        self._reserve(start + len(fresh))
-        self._fps[start : start + len(fresh)] = fps
-        self._alive[start : start + len(fresh)] = True
-        self._nrows += len(fresh)
-        km.append(fresh, prepared)
-        rows = np.arange(start, start + len(fresh), dtype=np.uint32)
-        self._tables.insert(self._table_keys(fps), rows, self._alive)
-
-    def _reserve(self, rows: int) -> None:
-        if rows >= 1 << 32:
-            raise InputError("a Hamming index holds at most 2**32 - 1 rows; compact or shard")
-        if rows <= self._fps.shape[0]:
-            return
-        cap = max(rows, 2 * self._fps.shape[0])
-        fps = np.zeros(cap, dtype=np.uint64)
-        fps[: self._nrows] = self._fps[: self._nrows]
-        alive = np.zeros(cap, dtype=np.bool_)
-        alive[: self._nrows] = self._alive[: self._nrows]
-        self._fps, self._alive = fps, alive
-
-    def remove(self, key: Key) -> None:
-        """Remove ``key``; ``NotFoundError`` when it is not indexed."""
-        row = self._keys.row(key)
-        self._alive[row] = False
-        self._keys.drop(row)
-        dead = self._nrows - len(self._keys)
-        if dead > max(self.config.buffer_size, len(self._keys)):
-            self.compact()
+        self._add_rows(keys, fps, schemes)
 
     def get(self, key: Key) -> int:
         """The fingerprint indexed under ``key``; ``NotFoundError`` when absent."""
-        return int(self._fps[self._keys.row(key)])
-
-    def keys(self) -> list[Key]:
-        """The indexed keys, in insertion order."""
-        return [k for k in self._keys.keys if k is not None]
-
-    def compact(self) -> None:
-        """Drop removed rows and merge everything into one sorted segment (same content)."""
-        live = self._alive[: self._nrows]
-        renumber = np.cumsum(live, dtype=np.int64) - 1
-        self._tables.compact(self._alive, renumber)
-        fps = self._fps[: self._nrows][live]
-        n = fps.shape[0]
-        self._fps = np.zeros(max(n, 1024), dtype=np.uint64)
-        self._fps[:n] = fps
-        self._alive = np.zeros(self._fps.shape[0], dtype=np.bool_)
-        self._alive[:n] = True
-        self._nrows = n
-        self._keys.compact()
+        return int(self._values[self._keys.row(key)])
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -444,27 +343,13 @@ class HammingIndex:
 
     # -- persistence -----------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to ``path`` (compacts it first; atomic replace)."""
-        self.compact()
-        n = self._nrows
-        segs = self._tables.segments
-        t = len(self._starts)
-        keys = segs[0].keys if segs else np.zeros((t, 0), dtype=np.uint64)
-        rows = segs[0].rows if segs else np.zeros((t, 0), dtype=np.uint32)
-        arrays: dict[str, npt.NDArray[Any]] = {
-            "fingerprints": self._fps[:n],
-            "table_keys": keys,
-            "table_rows": rows,
-            **self._keys.to_arrays(),
-        }
-        meta = {
+    def _meta(self, n: int) -> dict[str, Any]:
+        return {
             "config": self.config.to_dict(),
             "key_kind": self._keys.kind,
             "rows": n,
             "scheme_id": self.scheme_id,
         }
-        write_index_file(path, _MAGIC, meta, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> HammingIndex:
@@ -476,24 +361,8 @@ class HammingIndex:
                 params["block_bits"] = tuple(params["block_bits"])
             index = cls(HammingIndexConfig(**params))
             n = int(meta["rows"])
-            fps = arrays["fingerprints"].astype(np.uint64, copy=False)
-            keys = arrays["table_keys"].astype(np.uint64, copy=False)
-            rows = arrays["table_rows"].astype(np.uint32, copy=False)
+            stored = cls._stored(arrays)
         except (KeyError, TypeError, ConfigError) as exc:
             raise StoreError(f"{path}: malformed Hamming index metadata: {exc}") from exc
-        t = len(index._starts)
-        if fps.shape != (n,) or keys.shape != (t, n) or rows.shape != (t, n):
-            raise StoreError(f"{path}: array shapes disagree with the metadata")
-        index._keys = KeyMap.from_arrays(meta.get("key_kind"), arrays)
-        if len(index._keys) != n:
-            raise StoreError(f"{path}: {len(index._keys)} keys for {n} fingerprints")
-        index._reserve(n)
-        index._fps[:n] = fps
-        index._alive[:n] = True
-        index._nrows = n
-        if n:
-            if rows.max() >= n:
-                raise StoreError(f"{path}: table row number out of range")
-            index._tables.segments = [Segment(keys, rows, index._tables.min_width)]
-        index.scheme_id = meta.get("scheme_id")
+        index._restore(path, meta, arrays, n, stored)
         return index

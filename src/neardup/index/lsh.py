@@ -43,16 +43,15 @@ from numba import njit
 from neardup.config import Config, check_int, check_range
 from neardup.errors import (
     ConfigError,
-    ConflictError,
     InputError,
     InputTypeError,
     SchemeMismatchError,
     StoreError,
 )
-from neardup.index._common import Key, KeyMap, read_index_file, write_index_file
+from neardup.index._common import Key, read_index_file
+from neardup.index._rows import RowIndex, resolve_config
 from neardup.index._tables import (
     MultiTable,
-    Segment,
     count_equal,
     distinct_pairs,
     exact_probe_all,
@@ -167,33 +166,19 @@ def band_keys(values: U64, bands: int, rows: int) -> U64:  # pragma: no cover - 
     return out
 
 
-class LSHIndex:
+class LSHIndex(RowIndex):
     """Banded MinHash LSH: add, remove, query with scores, save, load."""
 
+    KIND = "an LSH index"
+    NOUN = "signatures"
+    MAGIC = _MAGIC
+    VALUES_NAME = "signatures"
+    MIN_ROWS = 256
+
     def __init__(self, config: LSHIndexConfig | None = None, **params: Any) -> None:
-        if config is None:
-            config = LSHIndexConfig(**params)
-        elif params:
-            raise ConfigError("give either config= or individual parameters, not both")
-        elif not isinstance(config, LSHIndexConfig):
-            raise ConfigError(f"config must be LSHIndexConfig, got {type(config).__name__}")
-        self.config = config
+        self.config = config = resolve_config(LSHIndexConfig, config, params)
         self.bands, self.rows = config.band_layout
-        self._tables = MultiTable((64,) * self.bands, config.buffer_size)
-        self._keys = KeyMap()
-        self._sigs = np.zeros((256, config.num_perm), dtype=np.uint64)
-        self._alive = np.zeros(256, dtype=np.bool_)
-        self._nrows = 0
-        self.scheme_id: str | None = None
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            return self._keys.normalise(key) in self._keys.rows
-        except InputError:
-            return False
+        self._init_rows(MultiTable((64,) * self.bands, config.buffer_size), (config.num_perm,))
 
     @property
     def nbytes(self) -> int:
@@ -219,13 +204,7 @@ class LSHIndex:
                 f"this index takes {self.config.num_perm} uint64 MinHash values; got "
                 f"{len(sig)} {sig.values.dtype} values ({sig.scheme_id})"
             )
-        expected = self.scheme_id if self.scheme_id is not None else (seen[0] if seen else None)
-        if expected is None:
-            seen.append(sig.scheme_id)
-        elif sig.scheme_id != expected:
-            raise SchemeMismatchError(
-                f"this index holds {expected} signatures, got {sig.scheme_id}"
-            )
+        self._check_scheme(sig, seen)
         return sig.values
 
     def _matrix(self, signatures: object, seen: list[str]) -> U64:
@@ -249,107 +228,35 @@ class LSHIndex:
 
     # -- add / remove ----------------------------------------------------------------------
 
+    def _same(self, previous: Any, value: Any) -> bool:
+        return bool(np.array_equal(previous, value))
+
+    def _conflict_message(self, key: Key, previous: Any, value: Any) -> str:
+        return f"key {key!r} is already indexed with a different signature; remove it first"
+
+    def _table_keys(self, values: U64) -> U64:
+        return band_keys(values, self.bands, self.rows)
+
     def add(self, key: Key, signature: Signature) -> None:
         """Index ``signature`` under ``key`` (duplicate policy in the module docs)."""
         schemes: list[str] = []
         values = self._signature(signature, schemes)
-        km = self._keys
-        k = km.normalise(key)
-        old = km.rows.get(k)
-        if old is not None and not np.array_equal(self._sigs[old], values):
-            raise ConflictError(
-                f"key {k!r} is already indexed with a different signature; remove it first"
-            )
-        if self.scheme_id is None and schemes:
-            self.scheme_id = schemes[0]
-        if old is not None:
+        row = self._add_row(key, values, schemes)
+        if row is None:
             return
-        row = self._nrows
-        self._reserve(row + 1)
-        self._sigs[row] = values
-        self._alive[row] = True
-        self._nrows += 1
-        km.append([k], {k: row})
-        keys = band_keys(self._sigs[row : row + 1], self.bands, self.rows)
+        keys = band_keys(self._values[row : row + 1], self.bands, self.rows)
         self._tables.insert(keys, np.array([row], dtype=np.uint32), self._alive)
 
     def add_many(self, keys: Sequence[Key], signatures: object) -> None:
         """Index many signatures at once (Signatures, or an (n, num_perm) uint64 array)."""
         schemes: list[str] = []
         sigs = self._matrix(signatures, schemes)
-        km = self._keys
-        norm, repeats, prepared = km.prepare(keys)
-        if len(norm) != sigs.shape[0]:
-            raise InputError(f"{len(norm)} keys but {sigs.shape[0]} signatures")
-        fresh = norm
-        if repeats:
-            keep = np.ones(len(norm), dtype=np.bool_)
-            for i, (in_index, where) in repeats.items():
-                previous = self._sigs[where] if in_index else sigs[where]
-                if not np.array_equal(previous, sigs[i]):
-                    raise ConflictError(
-                        f"key {norm[i]!r} is already indexed with a different signature; "
-                        "remove it first"
-                    )
-                keep[i] = False
-            fresh = [k for k, kept in zip(norm, keep.tolist(), strict=True) if kept]
-            sigs = sigs[keep]
-        if self.scheme_id is None and schemes:
-            self.scheme_id = schemes[0]
-        if not fresh:
-            return
-        start = self._nrows
-        self._reserve(start + len(fresh))
-        self._sigs[start : start + len(fresh)] = sigs
-        self._alive[start : start + len(fresh)] = True
-        self._nrows += len(fresh)
-        km.append(fresh, prepared)
-        rows = np.arange(start, start + len(fresh), dtype=np.uint32)
-        self._tables.insert(band_keys(sigs, self.bands, self.rows), rows, self._alive)
-
-    def _reserve(self, rows: int) -> None:
-        if rows >= 1 << 32:
-            raise InputError("an LSH index holds at most 2**32 - 1 rows; compact or shard")
-        cap = self._sigs.shape[0]
-        if rows <= cap:
-            return
-        cap = max(rows, 2 * cap)
-        sigs = np.zeros((cap, self.config.num_perm), dtype=np.uint64)
-        sigs[: self._nrows] = self._sigs[: self._nrows]
-        alive = np.zeros(cap, dtype=np.bool_)
-        alive[: self._nrows] = self._alive[: self._nrows]
-        self._sigs, self._alive = sigs, alive
-
-    def remove(self, key: Key) -> None:
-        """Remove ``key``; ``NotFoundError`` when it is not indexed."""
-        row = self._keys.row(key)
-        self._alive[row] = False
-        self._keys.drop(row)
-        if self._nrows - len(self._keys) > max(self.config.buffer_size, len(self._keys)):
-            self.compact()
+        self._add_rows(keys, sigs, schemes)
 
     def get(self, key: Key) -> Signature:
         """The signature indexed under ``key`` (with the index's scheme id)."""
-        values = self._sigs[self._keys.row(key)].copy()
+        values = self._values[self._keys.row(key)].copy()
         return Signature(self.scheme_id or "raw", values)
-
-    def keys(self) -> list[Key]:
-        """The indexed keys, in insertion order."""
-        return [k for k in self._keys.keys if k is not None]
-
-    def compact(self) -> None:
-        """Drop removed rows and merge the tables into one sorted segment (same content)."""
-        live = self._alive[: self._nrows]
-        renumber = np.cumsum(live, dtype=np.int64) - 1
-        self._tables.compact(self._alive, renumber)
-        sigs = self._sigs[: self._nrows][live]
-        n = sigs.shape[0]
-        self._sigs = np.zeros((max(n, 256), self.config.num_perm), dtype=np.uint64)
-        self._sigs[:n] = sigs
-        self._alive = np.zeros(self._sigs.shape[0], dtype=np.bool_)
-        self._alive[:n] = True
-        self._nrows = n
-        self._keys.compact()
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -379,7 +286,7 @@ class LSHIndex:
         return distinct_pairs(qs, rows, np.int64(max(self._nrows, 1)))
 
     def _scores(self, sigs: U64, qs: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> Any:
-        return count_equal(self._sigs, sigs, qs, rows) / self.config.num_perm
+        return count_equal(self._values, sigs, qs, rows) / self.config.num_perm
 
     def query(
         self, signature: Signature, min_score: float = 0.0, limit: int | None = None
@@ -396,7 +303,7 @@ class LSHIndex:
         qs, rows = self.candidate_rows(sigs)
         if rows.shape[0] == 0:
             return []
-        counts = count_equal(self._sigs, sigs, qs, rows).tolist()
+        counts = count_equal(self._values, sigs, qs, rows).tolist()
         keys = self._keys.keys
         num_perm = self.config.num_perm
         ranked = sorted((-c, keys[r]) for c, r in zip(counts, rows.tolist(), strict=True))
@@ -428,14 +335,8 @@ class LSHIndex:
 
     # -- persistence -----------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to ``path`` (compacts it first; atomic replace)."""
-        self.compact()
-        n = self._nrows
-        segs = self._tables.segments
-        keys = segs[0].keys if segs else np.zeros((self.bands, 0), dtype=np.uint64)
-        rows = segs[0].rows if segs else np.zeros((self.bands, 0), dtype=np.uint32)
-        meta = {
+    def _meta(self, n: int) -> dict[str, Any]:
+        return {
             "config": self.config.to_dict(),
             "bands": self.bands,
             "rows": self.rows,
@@ -443,13 +344,6 @@ class LSHIndex:
             "key_kind": self._keys.kind,
             "scheme_id": self.scheme_id,
         }
-        arrays: dict[str, npt.NDArray[Any]] = {
-            "signatures": self._sigs[:n],
-            "table_keys": keys,
-            "table_rows": rows,
-            **self._keys.to_arrays(),
-        }
-        write_index_file(path, _MAGIC, meta, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LSHIndex:
@@ -458,27 +352,11 @@ class LSHIndex:
         try:
             index = cls(LSHIndexConfig(**meta["config"]))
             n = int(meta["documents"])
-            sigs = arrays["signatures"].astype(np.uint64, copy=False)
-            keys = arrays["table_keys"].astype(np.uint64, copy=False)
-            rows = arrays["table_rows"].astype(np.uint32, copy=False)
+            stored = cls._stored(arrays)
             same_layout = (index.bands, index.rows) == (meta["bands"], meta["rows"])
         except (KeyError, TypeError, ConfigError) as exc:
             raise StoreError(f"{path}: malformed LSH index metadata: {exc}") from exc
         if not same_layout:
             raise StoreError(f"{path}: band layout differs from the one its config derives")
-        p = index.config.num_perm
-        if sigs.shape != (n, p) or keys.shape != (index.bands, n) or rows.shape != keys.shape:
-            raise StoreError(f"{path}: array shapes disagree with the metadata")
-        index._keys = KeyMap.from_arrays(meta.get("key_kind"), arrays)
-        if len(index._keys) != n:
-            raise StoreError(f"{path}: {len(index._keys)} keys for {n} signatures")
-        index._reserve(n)
-        index._sigs[:n] = sigs
-        index._alive[:n] = True
-        index._nrows = n
-        if n:
-            if rows.max() >= n:
-                raise StoreError(f"{path}: table row number out of range")
-            index._tables.segments = [Segment(keys, rows, 64)]
-        index.scheme_id = meta.get("scheme_id")
+        index._restore(path, meta, arrays, n, stored)
         return index
