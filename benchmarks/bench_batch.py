@@ -93,23 +93,9 @@ def _sentence_pool() -> tuple[list[str], list[int]]:
     return pool, [k for k in per_doc if k > 0]
 
 
-def _edit_words(text: str, rng: random.Random, rate: float) -> str:
-    words = text.split()
-    out: list[str] = []
-    for w in words:
-        r = rng.random()
-        if r < rate / 3:
-            continue
-        if r < 2 * rate / 3:
-            out.append(rng.choice(words))
-        elif r < rate:
-            out.extend([w, w])
-        else:
-            out.append(w)
-    return " ".join(out)
-
-
 def _copy(sentences: list[str], rng: random.Random, pool: list[str]) -> tuple[str, str]:
+    from neardup.evaluation.synth import perturb_words
+
     kind = rng.choice(["exact", "words", "drop", "append", "words+drop"])
     sents = list(sentences)
     if kind in ("drop", "words+drop") and len(sents) > 2:
@@ -118,9 +104,9 @@ def _copy(sentences: list[str], rng: random.Random, pool: list[str]) -> tuple[st
         sents.append(rng.choice(pool))
     text = " ".join(sents)
     if kind == "words":
-        text = _edit_words(text, rng, rng.uniform(0.01, 0.08))
+        text = perturb_words(text, rng.uniform(0.01, 0.08), rng, insertion="duplicate")
     if kind == "words+drop":
-        text = _edit_words(text, rng, 0.03)
+        text = perturb_words(text, 0.03, rng, insertion="duplicate")
     return text, kind
 
 

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from _common import machine, read_reuters, save
+from neardup.evaluation.synth import perturb_words
+from neardup.similarity import jaccard
 from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import ShingleSetConfig, shingle_hashes
 
@@ -36,12 +38,6 @@ def load_docs(limit: int) -> list[dict[str, Any]]:
         if len(out) >= limit:
             break
     return out
-
-
-def jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    inter = np.intersect1d(a, b, assume_unique=True).shape[0]
-    union = a.shape[0] + b.shape[0] - inter
-    return inter / union if union else 1.0
 
 
 def natural_pairs(sets: list[np.ndarray], max_df: int = 10) -> list[tuple[int, int, float]]:
@@ -63,22 +59,6 @@ def natural_pairs(sets: list[np.ndarray], max_df: int = 10) -> list[tuple[int, i
             if 0.05 <= jac < 1.0:
                 pairs.append((i, j, jac))
     return pairs
-
-
-def edit(text: str, rate: float, rng: random.Random) -> str:
-    words = text.split()
-    out: list[str] = []
-    for w in words:
-        r = rng.random()
-        if r < rate / 3:
-            continue  # delete
-        if r < 2 * rate / 3:
-            out.append(rng.choice(words))  # replace
-            continue
-        out.append(w)
-        if r < rate:
-            out.append(rng.choice(words))  # insert
-    return " ".join(out)
 
 
 def evaluate(
@@ -136,7 +116,7 @@ def main() -> None:
     edited = []
     for k, i in enumerate(sample):
         rate = (0.02, 0.05, 0.1, 0.2, 0.4)[k % 5]
-        b = shingle_hashes(edit(docs[i]["text"], rate, rng), cfg)
+        b = shingle_hashes(perturb_words(docs[i]["text"], rate, rng), cfg)
         if sets[i].shape[0] and b.shape[0]:
             edited.append((sets[i], b, jaccard(sets[i], b)))
     groups = [row["ids"] for row in read_reuters("labels_derived_exact_dups.jsonl.gz")]

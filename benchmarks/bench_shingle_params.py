@@ -23,34 +23,14 @@ from typing import Any
 import numpy as np
 
 from _common import machine, read_reuters, save
+from neardup.evaluation.synth import perturb_words
+from neardup.similarity import jaccard
 from neardup.sketch.shingleset import (
     ShingleSetConfig,
     SpotSigsConfig,
     shingle_hashes,
     spotsig_hashes,
 )
-
-
-def edit(text: str, rate: float, rng: random.Random) -> str:
-    words = text.split()
-    out: list[str] = []
-    for w in words:
-        r = rng.random()
-        if r < rate / 3:
-            continue
-        if r < 2 * rate / 3:
-            out.append(rng.choice(words))
-            continue
-        out.append(w)
-        if r < rate:
-            out.append(rng.choice(words))
-    return " ".join(out)
-
-
-def jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    inter = np.intersect1d(a, b, assume_unique=True).shape[0]
-    union = a.shape[0] + b.shape[0] - inter
-    return inter / union if union else 1.0
 
 
 def main() -> None:
@@ -69,7 +49,10 @@ def main() -> None:
         raise SystemExit(f"need more than 1001 articles over 400 chars, have {len(texts)}")
     rng = random.Random(2008)
     sample = rng.sample(range(len(texts)), 300)
-    copies = {rate: [edit(texts[i], rate, random.Random(i)) for i in sample] for rate in (0.1, 0.2)}
+    copies = {
+        rate: [perturb_words(texts[i], rate, random.Random(i)) for i in sample]
+        for rate in (0.1, 0.2)
+    }
     # Unrelated: random pairs far apart in the chronological wire (> 1,000 articles), so
     # that corrections and re-sends of one story (which follow each other) are not counted.
     unrelated = []

@@ -16,27 +16,11 @@ from neardup.batch import DedupConfig, dedup, find_pairs, run
 from neardup.batch import engine as engine_module
 from neardup.batch.io import check_complete
 from neardup.errors import ConfigError
+from neardup.evaluation.synth import perturb_words
 from neardup.sketch import sign
 from neardup.sketch.shingleset import shingle_hashes
 
 THRESHOLD = 0.5
-
-
-def _perturb(text: str, rng: random.Random, rate: float) -> str:
-    """Replace, delete or duplicate about ``rate`` of the words (a planted near-copy)."""
-    words = text.split()
-    out: list[str] = []
-    for w in words:
-        r = rng.random()
-        if r < rate / 3:
-            continue
-        if r < 2 * rate / 3:
-            out.append(rng.choice(words))
-        elif r < rate:
-            out.extend([w, w])
-        else:
-            out.append(w)
-    return " ".join(out)
 
 
 def _write(path: Path, docs: list[dict[str, Any]]) -> Path:
@@ -61,7 +45,9 @@ def planted(tmp_path_factory: pytest.TempPathFactory, reuters_docs: list[dict[st
         copies.append(
             {
                 "id": f"copy{k}-{src['id']}",
-                "text": _perturb(src["text"], rng, rng.uniform(0.0, 0.12)),
+                "text": perturb_words(
+                    src["text"], rng.uniform(0.0, 0.12), rng, insertion="duplicate"
+                ),
                 "title": src["title"],
                 "date": "1988-01-01T00:00:00Z",
             }

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.errors import ConfigError
+from neardup.evaluation.synth import perturb_words
 from neardup.sketch import minhash as mh
 from neardup.sketch import sign
 from neardup.sketch.minhash import MinHashConfig, estimate_jaccard, minhash_values
@@ -23,22 +24,6 @@ Pair = tuple[np.ndarray, np.ndarray, float]
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     sa, sb = set(a.tolist()), set(b.tolist())
     return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
-
-
-def edit(text: str, rate: float, rng: random.Random) -> str:
-    words = text.split()
-    out: list[str] = []
-    for w in words:
-        r = rng.random()
-        if r < rate / 3:
-            continue
-        if r < 2 * rate / 3:
-            out.append(rng.choice(words))
-            continue
-        out.append(w)
-        if r < rate:
-            out.append(rng.choice(words))
-    return " ".join(out)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +49,7 @@ def reuters_pairs(reuters_docs: list[dict[str, Any]]) -> list[Pair]:
     rng = random.Random(7)
     edited = []
     for k, i in enumerate(rng.sample(range(len(docs)), 150)):
-        b = shingle_hashes(edit(docs[i], (0.03, 0.1, 0.3)[k % 3], rng))
+        b = shingle_hashes(perturb_words(docs[i], (0.03, 0.1, 0.3)[k % 3], rng))
         if sets[i].size and b.size:
             edited.append((sets[i], b, jaccard(sets[i], b)))
     from conftest import data_path, read_jsonl_gz
@@ -162,7 +147,7 @@ def test_big_sets_are_processed_in_bounded_blocks() -> None:
 
 def test_sign_and_estimate_on_edited_copy(reuters_docs: list[dict[str, Any]]) -> None:
     text = next(d["text"] for d in reuters_docs if len(d["text"]) > 2000)
-    copy = edit(text, 0.05, random.Random(1))
+    copy = perturb_words(text, 0.05, random.Random(1))
     exact = jaccard(shingle_hashes(text), shingle_hashes(copy))
     for method in ("oph", "permutations"):
         cfg = MinHashConfig(method=method, num_perm=256)
@@ -176,7 +161,7 @@ def test_spotsigs_minhash_estimates_spotsig_jaccard(reuters_docs: list[dict[str,
     spot = SpotSigsConfig()
     cfg = MinHashConfig(spotsigs=spot, num_perm=256)
     text = next(d["text"] for d in reuters_docs if len(d["text"]) > 3000)
-    copy = edit(text, 0.1, random.Random(2))
+    copy = perturb_words(text, 0.1, random.Random(2))
     exact = jaccard(spotsig_hashes(text, spot), spotsig_hashes(copy, spot))
     est = estimate_jaccard(sign(text, "minhash", config=cfg), sign(copy, "minhash", config=cfg))
     assert abs(est - exact) <= 4 * np.sqrt(exact * (1 - exact) / 256) + 1 / 256

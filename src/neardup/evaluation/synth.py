@@ -136,6 +136,7 @@ __all__ = [
     "copy_measures",
     "label_copy",
     "label_margin",
+    "perturb_words",
     "shingle_containment",
     "split_paragraphs",
     "strip_boilerplate",
@@ -303,6 +304,34 @@ class SynthResult:
     def label_counts(self) -> dict[str, int]:
         """Number of pairs per label."""
         return dict(Counter(p["label"] for p in self.pairs))
+
+
+# --- word-level noise --------------------------------------------------------------------
+
+
+def perturb_words(text: str, rate: float, rng: random.Random, *, insertion: str = "random") -> str:
+    """Edit about ``rate`` of the white-space words of ``text``, for planted near-copies.
+
+    Each word draws one number ``r`` from ``rng``: below ``rate/3`` the word is deleted,
+    below ``2*rate/3`` it is replaced by a random word of the text, below ``rate`` it is kept
+    and a word is inserted after it (``insertion="random"``: a random word of the text, one
+    more draw; ``"duplicate"``: the word itself).  Deterministic for a seeded ``rng``; the
+    benchmarks' recorded corpora depend on this exact sequence of draws.
+    """
+    check_choice("insertion", insertion, ("random", "duplicate"))
+    words = text.split()
+    out: list[str] = []
+    for w in words:
+        r = rng.random()
+        if r < rate / 3:
+            continue
+        if r < 2 * rate / 3:
+            out.append(rng.choice(words))
+            continue
+        out.append(w)
+        if r < rate:
+            out.append(rng.choice(words) if insertion == "random" else w)
+    return " ".join(out)
 
 
 # --- measurements -----------------------------------------------------------------------
