@@ -21,12 +21,15 @@ systems, the fastest run reported, since the machine is shared; wall time from r
 input file to cluster labels, including the imports and writing/reading the labels; CPU time
 = user + system of the whole subprocess tree, interpreter start-up included, the least of
 the runs, which the other jobs on the machine disturb less than wall time; peak memory =
-largest sum of RSS over the subprocess and all its children, sampled every 50 ms; the load
-average before and after is saved):
+largest sum of RSS over the subprocess and all its children, sampled every 50 ms (an upper
+bound for forked workers, whose pages shared with the parent are counted in each process);
+the load average before and after is saved):
 
 * ``neardup``: ``neardup.batch.dedup`` (MinHash 128, word 4-shingles, LSH bands chosen for
-  the threshold, exact Jaccard verification), with a Dask LocalCluster of ``--workers``
-  processes, and in one process (``neardup-1proc``).
+  the threshold, exact Jaccard verification) with ``workers=--workers``: a pool of that
+  many forked local processes (no Dask); in one process (``neardup-1proc``); and on a Dask
+  LocalCluster of ``--workers`` processes started by the run (``neardup-dask``).  Its
+  labels are read back from the output file (orjson), inside the timed span.
 * ``datasketch``: ``MinHash(num_perm=128)`` ``update_batch`` of lower-cased word
   4-shingles, ``MinHashLSH(threshold=T, num_perm=128)``; each document is queried before
   insertion and candidates with estimated Jaccard >= T are merged by union-find.
@@ -40,6 +43,12 @@ and the adjusted Rand index.
 Run: ``python benchmarks/bench_batch.py`` (default 50,000 documents, about 3 minutes on the
 shared 2-core machine; ``--n 1000000`` for the full size).  Results:
 ``benchmarks/results/batch.json``.
+
+``--probe 1,2`` times single neardup ``dedup`` calls instead (wall time of the call, CPU of
+the process and its workers, peak summed RSS and PSS), ``--probe-repeat`` rounds; with
+``--probe-base-src DIR`` each call is paired, interleaved, with the same call on the
+neardup sources in DIR (e.g. ``git archive COMMIT src | tar -x -C DIR``), an A/B of two
+versions on one corpus file.
 """
 
 from __future__ import annotations
@@ -215,19 +224,36 @@ def run_rensa(path: Path, threshold: float) -> list[int]:
     return uf.labels()
 
 
-def run_neardup(path: Path, threshold: float, workers: int) -> list[int]:
+def run_neardup(path: Path, threshold: float, workers: int, dask: bool = False) -> list[int]:
+    """``neardup.batch.dedup`` with ``workers`` local processes (a fork pool), or with a Dask
+    LocalCluster of ``workers`` processes started here (``dask``); labels read back from the
+    output file."""
+    import orjson
+
     from neardup.batch import DedupConfig, dedup
 
-    out = path.with_name(f"neardup-{workers}.jsonl")
+    out = path.with_name(f"neardup-{workers}{'-dask' if dask else ''}.jsonl")
     # A complete earlier output would be recognised and the run skipped: start afresh.
     for stale in (out, out.with_name(out.name + ".complete")):
         stale.unlink(missing_ok=True)
-    dedup(path, out, DedupConfig(threshold=threshold), workers=workers)
+    config = DedupConfig(threshold=threshold)
+    if dask:
+        from distributed import Client, LocalCluster
+
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            dedup(path, out, config, client=client)
+    else:
+        dedup(path, out, config, workers=workers)
     index: dict[str, int] = {}
     labels: list[int] = []
-    with out.open(encoding="utf-8") as fh:
+    with out.open("rb") as fh:
         for line in fh:
-            row = json.loads(line)
+            row = orjson.loads(line)
             labels.append(index.setdefault(row["cluster"], len(index)))
     return labels
 
@@ -241,6 +267,8 @@ def _worker_main(args: argparse.Namespace) -> None:
         labels = run_rensa(path, args.threshold)
     elif args.worker == "neardup":
         labels = run_neardup(path, args.threshold, args.workers)
+    elif args.worker == "neardup-dask":
+        labels = run_neardup(path, args.threshold, args.workers, dask=True)
     else:
         labels = run_neardup(path, args.threshold, 1)
     seconds = time.perf_counter() - t0
@@ -395,6 +423,98 @@ def _sweep(args: argparse.Namespace) -> None:
     )
 
 
+def _probe_main(args: argparse.Namespace) -> None:
+    """In a subprocess: one ``dedup`` call with ``--workers``; prints its wall time and the
+    CPU time of this process and its (joined) children."""
+    from neardup.batch import DedupConfig, dedup
+
+    path = Path(args.corpus)
+    out = path.with_name(f"probe-{os.getpid()}.jsonl")
+    t0 = time.perf_counter()
+    dedup(path, out, DedupConfig(threshold=args.threshold), workers=args.workers)
+    seconds = time.perf_counter() - t0
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    for stale in (out, out.with_name(out.name + ".complete")):
+        stale.unlink(missing_ok=True)
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu}))
+
+
+def _tree_memory(pid: int) -> tuple[int, int]:
+    """(summed RSS, summed PSS) of a process and its children."""
+    import psutil
+
+    rss = pss = 0
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return 0, 0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            info = proc.memory_full_info()
+            rss += info.rss
+            pss += getattr(info, "pss", info.rss)
+    return rss, pss
+
+
+def _probe(args: argparse.Namespace) -> None:
+    """``--probe W,...``: time single ``dedup`` calls (neardup only) with each worker count,
+    ``--probe-repeat`` times, interleaved; with ``--probe-base-src DIR`` every call is
+    paired with the same call on the neardup sources in DIR (an A/B of two versions on the
+    same corpus file).  Reports per call its wall time, CPU, and peak summed RSS and PSS
+    (sampled every 0.1 s; PSS splits pages shared by forked workers between them)."""
+    variants = [("current", None)]
+    if args.probe_base_src:
+        variants = [("base", args.probe_base_src), *variants]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="neardup-probe-") as tmp:
+        corpus = Path(tmp) / "corpus.jsonl"
+        build_corpus(args.n, args.dup_fraction, args.seed, corpus)
+        for _ in range(args.probe_repeat):
+            for workers in (int(w) for w in args.probe.split(",")):
+                for name, src in variants:
+                    env = dict(os.environ)
+                    if src is not None:
+                        env["PYTHONPATH"] = src
+                    cmd = [sys.executable, __file__, "--probe-call", "--corpus", str(corpus)]
+                    cmd += ["--workers", str(workers), "--threshold", str(args.threshold)]
+                    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+                    peak_rss = peak_pss = 0
+                    while proc.poll() is None:
+                        rss, pss = _tree_memory(proc.pid)
+                        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+                        time.sleep(0.1)
+                    out = proc.stdout.read() if proc.stdout else ""
+                    if proc.returncode != 0:
+                        raise RuntimeError(f"probe {name} workers={workers} failed")
+                    result = json.loads(out.strip().splitlines()[-1])
+                    row = {
+                        "version": name,
+                        "workers": workers,
+                        "seconds": round(result["seconds"], 2),
+                        "cpu_seconds": round(result["cpu_seconds"], 2),
+                        "peak_rss_mb": round(peak_rss / 2**20),
+                        "peak_pss_mb": round(peak_pss / 2**20),
+                        "load_1min": round(os.getloadavg()[0], 2),
+                    }
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+    Path(args.out).write_text(
+        json.dumps(
+            {
+                "benchmark": "single neardup dedup calls (planted corpus)",
+                "n": args.n,
+                "seed": args.seed,
+                "runs": rows,
+                "machine": machine_info(),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=50_000)
@@ -413,11 +533,30 @@ def main() -> None:
     parser.add_argument("--labels", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument(
+        "--probe",
+        default=None,
+        help="comma-separated worker counts: time single neardup dedup calls (CPU, RSS, PSS)",
+    )
+    parser.add_argument("--probe-repeat", type=int, default=3)
+    parser.add_argument(
+        "--probe-base-src",
+        default=None,
+        help="with --probe: also run each call on the neardup sources in this directory "
+        "(e.g. from git archive), interleaved",
+    )
+    parser.add_argument("--probe-call", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
         "--sweep",
         default=None,
         help="comma-separated thresholds: quality of neardup (one process) at each, no timing",
     )
     args = parser.parse_args()
+    if args.probe_call:
+        _probe_main(args)
+        return
+    if args.probe:
+        _probe(args)
+        return
     if args.worker:
         _worker_main(args)
         return
@@ -459,7 +598,7 @@ def main() -> None:
             }
             print(f"{name:14s} {json.dumps(rows[name])}", flush=True)
     ratios = {}
-    for ours in ("neardup", "neardup-1proc"):
+    for ours in ("neardup", "neardup-1proc", "neardup-dask"):
         for other in ("datasketch", "rensa"):
             if ours in rows and other in rows:
                 ratios[f"{ours}_speedup_vs_{other}"] = round(

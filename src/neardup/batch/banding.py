@@ -19,9 +19,9 @@ with the next ``max_bucket`` members of its bucket.  Buckets of up to ``max_buck
 members give all their pairs; larger buckets (boilerplate) give a bounded band of
 ``max_bucket`` pairs per member instead of a quadratic blow-up.
 
-Guarantees: pure, vectorised numpy, deterministic; the union of :func:`bucket_pairs` over
-any partition of the keys into shards (by :func:`shard_of`) equals the result on all keys,
-so the number of shards or workers never changes the candidates.
+Guarantees: pure, deterministic (numpy, and one compiled radix sort); the union of
+:func:`bucket_pairs` over any partition of the keys into shards (by :func:`shard_of`) equals
+the result on all keys, so the number of shards or workers never changes the candidates.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import functools
 
 import numpy as np
 import numpy.typing as npt
+from numba import njit
 
 from neardup.errors import ConfigError
 from neardup.shingles import mix64
@@ -147,8 +148,23 @@ def bucket_pairs(keys: U64, docs: I64, max_bucket: int) -> I64:
     keys, docs = keys[live], docs[live]
     if keys.size < 2:
         return np.empty((0, 2), dtype=np.int64)
-    order = np.lexsort((docs, keys))
-    keys, docs = keys[order], docs[order]
+    if bool(np.all(docs[1:] >= docs[:-1])):
+        # The engine's shards list documents in ascending order, so a stable sort by key
+        # gives the (key, document) order; a radix sort does it 3-4x faster than lexsort.
+        keys, docs = _stable_sort_by_key(keys, docs)
+    else:
+        order = np.lexsort((docs, keys))
+        keys, docs = keys[order], docs[order]
+    # Only keys held by several entries make pairs.  Dropping the others (most keys: one
+    # document's band) leaves every bucket contiguous and in order, so the pairs are the
+    # same, and the loop below runs over a small fraction of the entries.
+    repeated = keys[1:] == keys[:-1]
+    shared = np.zeros(keys.shape[0], dtype=bool)
+    shared[1:] = repeated
+    shared[:-1] |= repeated
+    keys, docs = keys[shared], docs[shared]
+    if keys.size < 2:
+        return np.empty((0, 2), dtype=np.int64)
     run = np.concatenate(([0], np.cumsum(keys[1:] != keys[:-1])))
     left_parts: list[I64] = []
     right_parts: list[I64] = []
@@ -165,6 +181,40 @@ def bucket_pairs(keys: U64, docs: I64, max_bucket: int) -> I64:
     distinct = left != right
     pairs = np.stack([left[distinct], right[distinct]], axis=1)
     return unique_pairs(pairs)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _radix_sort(keys: U64, docs: I64) -> tuple[U64, I64]:
+    n = keys.shape[0]
+    current = keys.copy()
+    moved = np.empty(n, dtype=np.uint64)
+    owner = docs.copy()
+    spare = np.empty(n, dtype=np.int64)
+    for shift in range(0, 64, 16):
+        counts = np.zeros(65537, dtype=np.int64)
+        for i in range(n):
+            counts[((current[i] >> np.uint64(shift)) & np.uint64(0xFFFF)) + 1] += 1
+        for digit in range(65536):
+            counts[digit + 1] += counts[digit]
+        for i in range(n):
+            digit = (current[i] >> np.uint64(shift)) & np.uint64(0xFFFF)
+            at = counts[digit]
+            counts[digit] = at + 1
+            moved[at] = current[i]
+            spare[at] = owner[i]
+        current, moved = moved, current
+        owner, spare = spare, owner
+    return current, owner
+
+
+def _stable_sort_by_key(keys: U64, docs: I64) -> tuple[U64, I64]:
+    """``keys`` and ``docs`` reordered by ``np.argsort(keys, kind="stable")``: a
+    least-significant-digit radix sort, four stable passes of 16 bits (exact; tested
+    against lexsort)."""
+    result: tuple[U64, I64] = _radix_sort(
+        np.ascontiguousarray(keys, dtype=np.uint64), np.ascontiguousarray(docs, dtype=np.int64)
+    )
+    return result
 
 
 def unique_pairs(pairs: I64) -> I64:

@@ -36,6 +36,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _BLOCK = 8 << 20
 _NO_DATE = np.iinfo(np.int64).max
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +124,23 @@ def _common_case(obj: object, fields: FieldNames) -> tuple[str, str, int] | None
     text = obj.get(fields.text)
     if type(doc_id) is not str or not doc_id or type(text) is not str:
         return None
+    value = obj.get(fields.date)
+    if type(value) is str and value:
+        # Fast path: a string datetime.fromisoformat takes as it is.  parse_date would strip
+        # it (a no-op: fromisoformat rejects surrounding blanks) and read a final "Z" as
+        # +00:00 (fromisoformat does too), so the instant is the same; an aware datetime's
+        # offset is honoured by the subtraction, so no astimezone is needed.
+        try:
+            parsed = dt.datetime.fromisoformat(value)
+        except ValueError:
+            parsed = None
+        # Years 1 and 9999 stay on parse_date's path: its conversion to UTC can overflow.
+        if parsed is not None and 1 < parsed.year < 9999:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=dt.UTC)
+            return doc_id, text, (parsed - _EPOCH) // _MICROSECOND
     try:
-        date = parse_date(obj.get(fields.date))
+        date = parse_date(value)
     except InputError:
         return None
     return doc_id, text, _date_us(date)

@@ -47,8 +47,8 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--workers",
             type=int,
             default=None,
-            help="Local Dask worker processes (default: one process, or a LocalCluster for "
-            "inputs of 256 MB or more on 4+ cores).",
+            help="Local worker processes, without Dask (default: one process, or one per "
+            "core for inputs of 256 MB or more on 4+ cores).",
         ),
         click.option(
             "--driver-reads",

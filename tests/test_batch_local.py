@@ -1,0 +1,255 @@
+"""Batch dedup speed paths: the local process pool (``workers=N`` without Dask) gives the
+single process's output byte for byte on real Reuters data, the batch row formatter gives
+``json.dumps`` bytes, and the fast date path gives ``parse_date``'s instant."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from neardup.batch import DedupConfig, dedup, run
+from neardup.batch import engine as engine_module
+from neardup.batch.engine import DedupResult, DedupSummary, LocalPool
+from neardup.batch.ranges import _common_case, _date_us
+from neardup.batch.tasks import PairScores
+from neardup.errors import ConflictError, InputError
+from neardup.evaluation.synth import perturb_words
+from neardup.records import FieldNames, parse_date
+
+
+def _corpus(tmp_path: Path, reuters_docs: list[dict[str, Any]]) -> Path:
+    """600 real Reuters documents and 80 edited copies, shuffled, with dates."""
+    rng = random.Random(11)
+    base = [{"id": d["id"], "text": d["text"], "date": d["date"]} for d in reuters_docs[:600]]
+    sources = [d for d in base if len(d["text"]) > 300]
+    copies = [
+        {
+            "id": f"copy{k}",
+            "text": perturb_words(src["text"], rng.uniform(0.0, 0.1), rng, insertion="duplicate"),
+            "date": "1988-01-01T00:00:00Z",
+        }
+        for k, src in enumerate(rng.choice(sources) for _ in range(80))
+    ]
+    docs = base + copies
+    rng.shuffle(docs)
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    return path
+
+
+def test_local_pool_output_is_byte_identical_to_one_process(
+    tmp_path: Path, reuters_docs: list[dict[str, Any]]
+) -> None:
+    path = _corpus(tmp_path, reuters_docs)
+    cfg = DedupConfig(threshold=0.5, partition_size=64)  # ranges of 64 KB: several tasks
+    outputs = {}
+    for workers in (1, 2, 3):
+        out = tmp_path / f"out-{workers}.jsonl"
+        summary = dedup(path, out, cfg, workers=workers)
+        outputs[workers] = out.read_bytes()
+        assert summary.documents == 680
+    assert outputs[2] == outputs[1]
+    assert outputs[3] == outputs[1]
+    rows = [json.loads(line) for line in outputs[1].splitlines()]
+    assert sum(r["duplicate_of"] is not None for r in rows) >= 40  # the copies were found
+
+
+def test_local_pool_reports_bad_lines_and_duplicate_ids_as_one_process(
+    tmp_path: Path, reuters_docs: list[dict[str, Any]]
+) -> None:
+    lines = [json.dumps({"id": d["id"], "text": d["text"]}) for d in reuters_docs[:300]]
+    lines.insert(40, "not json")
+    lines.insert(200, json.dumps({"id": reuters_docs[5]["id"], "text": "a repeated id"}))
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cfg = DedupConfig(threshold=0.5, partition_size=64)
+    local = run(path, cfg, skip_invalid=True)
+    pool = LocalPool(2)
+    try:
+        pooled = run(path, cfg, skip_invalid=True, client=pool)
+        with pytest.raises(InputError, match=r"bad\.jsonl:41: not valid JSON"):
+            run(path, cfg, client=pool)
+        no_bad = tmp_path / "dups.jsonl"
+        no_bad.write_text("\n".join(lines[:40] + lines[41:]) + "\n", encoding="utf-8")
+        with pytest.raises(ConflictError, match=r"dups\.jsonl:200: duplicate id"):
+            run(no_bad, cfg, client=pool)
+    finally:
+        pool.close()
+    assert list(pooled.rows()) == list(local.rows())
+    assert np.array_equal(pooled.pairs, local.pairs)
+    assert pooled.summary.invalid == local.summary.invalid == 1
+    assert pooled.summary.duplicate_ids == local.summary.duplicate_ids == 1
+    assert pooled.summary.skipped_examples == local.summary.skipped_examples
+
+
+def test_row_text_equals_json_dumps_of_each_row() -> None:
+    ids = ["plain", 'quo"te', "back\\slash", "tab\there", "ünïcode", "nul\x00x", "lone\udc80", "é"]
+    n = len(ids)
+    kept_of = np.array([0, 0, 2, 2, 4, 4, 6, 0], dtype=np.int64)
+    score = np.array([np.nan, 0.5123456789, np.nan, 1.0, np.nan, np.nan, np.nan, 1 / 3])
+    existing = np.array([False] * (n - 1) + [True])
+    empty = np.empty(0)
+    result = DedupResult(
+        ids=ids,
+        existing=existing,
+        labels=kept_of.copy(),
+        kept_of=kept_of,
+        score=score,
+        pairs=np.empty((0, 2), dtype=np.int64),
+        scores=PairScores(empty, empty, empty, empty, np.empty(0, dtype=bool)),
+        summary=DedupSummary(),
+    )
+    expected = "".join(
+        json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in result.rows()
+    )
+    for batch in (1, 3, 100):
+        pieces = list(result.row_text(batch))
+        assert "".join(text for text, _ in pieces) == expected
+        assert sum(count for _, count in pieces) == n - 1
+    assert "NaN" not in expected and '"score":null' in expected  # a NaN score prints null
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1987-02-26T15:01:01Z",
+        "1987-02-26T15:01:01z",
+        "1987-02-26T15:01:01+05:30",
+        "1987-02-26T15:01:01.123456-03:00",
+        "1987-02-26",
+        " 1987-02-26 ",
+        "1987-02-26T15:01:01",
+        "19870226T150101Z",
+        "0001-01-01T00:00:00+05:00",
+        "2020-02-30",
+        "yesterday",
+        "",
+        None,
+        12,
+    ],
+)
+def test_fast_date_path_gives_parse_dates_instant(value: object) -> None:
+    """Same instant, or the same refusal (an invalid date: ``None``, the general path; a
+    date whose conversion to UTC overflows: the same error as before the fast path)."""
+
+    def outcome(fn: Any) -> tuple[str, object]:
+        try:
+            return "ok", fn()
+        except InputError:
+            return "ok", None
+        except OverflowError:
+            return "overflow", None
+
+    expected = outcome(lambda: _date_us(parse_date(value)))
+    got = outcome(lambda: _common_case({"id": "a", "text": "b", "date": value}, FieldNames()))
+    if got[0] == "ok" and got[1] is not None:
+        got = ("ok", got[1][2])  # type: ignore[index]
+    assert got == expected
+
+
+_REAL_RANGE_TASK = engine_module._range_task_saving
+
+
+def _range_task_failing_at_3(*args: Any) -> Any:
+    """A pool worker's range task that fails on partition 3 (module level: it is pickled)."""
+    if args[-1] == 3:
+        raise RuntimeError("worker lost during partition 3")
+    return _REAL_RANGE_TASK(*args)
+
+
+def test_interrupted_pool_run_resumes_with_identical_output(
+    tmp_path: Path, reuters_docs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers save their arrays without the ``done`` marker; the driver writes it in input
+    order, so a failed pool run resumes from exactly the partitions it had finished."""
+    path = _corpus(tmp_path, reuters_docs)
+    cfg = DedupConfig(threshold=0.5, partition_size=64)
+    out = tmp_path / "out.jsonl"
+    monkeypatch.setattr(engine_module, "_range_task_saving", _range_task_failing_at_3)
+    with pytest.raises(RuntimeError, match="partition 3"):
+        dedup(path, out, cfg, workers=2)
+    assert not out.exists()
+    monkeypatch.setattr(engine_module, "_range_task_saving", _REAL_RANGE_TASK)
+    summary = dedup(path, out, cfg, workers=2)
+    assert summary.resumed_partitions == 3
+    fresh = tmp_path / "fresh.jsonl"
+    dedup(path, fresh, cfg)
+    assert out.read_bytes() == fresh.read_bytes()
+
+
+def _pairs_oracle(keys: np.ndarray, docs: np.ndarray, max_bucket: int) -> set[tuple[int, int]]:
+    """Brute force: sort (key, doc), pair each entry with the next ``max_bucket`` entries of
+    its bucket (the documented rule), keep distinct documents, ordered."""
+    entries = sorted(zip(keys.tolist(), docs.tolist(), strict=True))
+    entries = [e for e in entries if e[0] != 0]
+    pairs = set()
+    for i, (key, doc) in enumerate(entries):
+        for key2, doc2 in entries[i + 1 : i + 1 + max_bucket]:
+            if key2 == key and doc2 != doc:
+                pairs.add((min(doc, doc2), max(doc, doc2)))
+    return pairs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_radix_path_of_bucket_pairs_matches_brute_force(seed: int) -> None:
+    """Ascending documents take the radix sort; shuffled ones take lexsort: both equal the
+    brute-force rule, with buckets larger than ``max_bucket`` and full 64-bit keys."""
+    from neardup.batch.banding import _stable_sort_by_key, bucket_pairs
+
+    rng = np.random.default_rng(seed)
+    n = 4000
+    pool = rng.integers(0, 2**64, 300, dtype=np.uint64)
+    pool[:3] = [0, 1, 2**64 - 1]  # no key; extremes of every 16-bit digit
+    keys = pool[rng.integers(0, pool.shape[0], n)]
+    single = rng.random(n) < 0.5  # half the entries: keys of one document only
+    keys[single] = rng.integers(0, 2**64, int(single.sum()), dtype=np.uint64)
+    docs = np.sort(rng.integers(0, 900, n))
+    assert np.unique(keys, return_counts=True)[1].max() > 9  # a bucket beyond max_bucket
+    expected = _pairs_oracle(keys, docs, 8)
+    got = bucket_pairs(keys, docs, 8)
+    assert {(int(a), int(b)) for a, b in got} == expected
+    assert got.shape[0] == len(expected)
+    shuffled = rng.permutation(n)
+    again = bucket_pairs(keys[shuffled], docs[shuffled], 8)
+    assert np.array_equal(again, got)
+    sorted_keys, sorted_docs = _stable_sort_by_key(keys, docs)
+    order = np.lexsort((docs, keys))
+    assert np.array_equal(sorted_keys, keys[order]) and np.array_equal(sorted_docs, docs[order])
+
+
+@pytest.mark.parametrize(
+    ("mode", "cfg", "gzipped"),
+    [
+        ("pairs", DedupConfig(threshold=0.5, partition_size=64), False),
+        ("dedup", DedupConfig(threshold=0.5, partition_size=100, verify="lcs"), False),
+        ("dedup", DedupConfig(threshold=0.5, partition_size=100, method="simhash"), False),
+        ("dedup", DedupConfig(threshold=0.5, partition_size=100), True),  # driver reads
+    ],
+)
+def test_local_pool_matches_one_process_in_other_modes(
+    tmp_path: Path, reuters_docs: list[dict[str, Any]], mode: str, cfg: DedupConfig, gzipped: bool
+) -> None:
+    import gzip
+
+    path = _corpus(tmp_path, reuters_docs)
+    if gzipped:
+        packed = tmp_path / "corpus.jsonl.gz"
+        packed.write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+        path.unlink()
+        path = packed
+    local = run(path, cfg, mode=mode)
+    pool = LocalPool(2)
+    try:
+        pooled = run(path, cfg, mode=mode, client=pool)
+    finally:
+        pool.close()
+    assert np.array_equal(pooled.pairs, local.pairs)
+    assert list(pooled.rows()) == list(local.rows())
+    # As JSON text: an absent estimate is NaN, which never equals itself in a dict.
+    assert json.dumps(list(pooled.pair_rows(cfg))) == json.dumps(list(local.pair_rows(cfg)))
+    assert local.summary.verified_pairs > 0
