@@ -7,7 +7,8 @@
      with character spans, i.e. what ``OriginDetector.process`` does.
    Side by side, in the same run: the exact method a user would otherwise write (no library
    does origin detection): a Python dict of every shingle, i.e. our reference mode (All,
-   unlimited memory), engine only.  Ratios are reported.
+   unlimited memory), engine only.  Ratios are reported.  Also engine only: the two
+   small-memory recommendations of docs/origin.md at small tables (180 KB, 60 KB).
 2. Resident memory over a 10 M-token stream, for a 20 MB table (it fills up: 1.1 M entries
    for about 1.7 M selected shingles) with origin ids in the in-memory registry and in the
    on-disk id log, and a 100 MB table with the id log: Reuters replicated 4 times (2.64 M tokens
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,25 @@ from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector, par
 from neardup.detect.origin.seen import SeenIds
 from neardup.shingles import hash_forms, mix64
 from neardup.text import tokenize
+
+# the small-memory recommendations of docs/origin.md and a table size where each applies
+# (0.3 % and 0.1 % of the evaluation copy stream's shingles at 18 B are 0.18 MB and 0.06 MB)
+SMALL_MEMORY = (
+    (
+        OriginConfig(
+            eviction="lru", estimation="b", bridge_limit=255, bridge_tolerance=2,
+            edge_extension=1, fingerprint_bytes=3, origin_bytes=4,
+        ),
+        "180KB",
+    ),
+    (
+        OriginConfig(
+            lucky_limit=3, lucky_every=5, estimation="b", bridge_limit=255, bridge_tolerance=2,
+            edge_extension=2, fingerprint_bytes=3, origin_bytes=4,
+        ),
+        "60KB",
+    ),
+)  # fmt: skip
 
 
 def rss_bytes() -> int:
@@ -186,11 +207,16 @@ def main() -> None:
             hash_forms(tokenize(text, TEXT_CONFIG).forms, 0)
 
     rows = {}
+    small = [  # the small-memory recommendations (docs/origin.md), at small tables
+        (f"{c.label} engine only, {size}", replace(c, memory_bytes=parse_memory(size)))
+        for c, size in SMALL_MEMORY
+    ]
     for name, fn in (
         ("NHs+LS+BE engine only", lambda: engine(best)),
         ("NHs+LS+BE end to end", end_to_end),
         ("tokenize + hash only", tokenize_only),
         ("exact dict (reference mode) engine only", lambda: engine(OriginConfig.reference())),
+        *((label, lambda cfg=cfg: engine(cfg)) for label, cfg in small),
     ):
         wall, cpu = timed(fn)
         rows[name] = {

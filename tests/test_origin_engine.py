@@ -3,6 +3,7 @@ copies, segment offsets, save/reload continuity, bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections import Counter
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector
+from neardup.detect.origin.table import entry_bytes
 from neardup.errors import ConflictError, InputTypeError, StoreError
 from neardup.text import tokenize
 
@@ -129,6 +131,17 @@ def test_segments_map_back_to_the_copied_text(reuters_docs: list[dict[str, Any]]
             selection="dct",
             no_overlap=False,
         ),
+        OriginConfig(
+            memory_bytes=20_000,
+            lucky_limit=3,
+            lucky_every=3,
+            estimation="b",
+            bridge_limit=255,
+            bridge_tolerance=2,
+            edge_extension=1,
+            fingerprint_bytes=3,
+            origin_bytes=4,
+        ),
         OriginConfig.reference(),
     ],
     ids=lambda c: c.label,
@@ -233,3 +246,46 @@ def test_id_log_gives_the_same_output(reuters_docs: list[dict[str, Any]], tmp_pa
     assert second.registry_size == 0
     with pytest.raises(StoreError, match="already holds"):
         OriginDetector(cfg, id_log=tmp_path / "ids")
+
+
+@pytest.mark.parametrize(("fingerprint_bytes", "origin_bytes"), [(4, 4), (3, 4), (4, 8)])
+def test_packed_entries_give_the_papers_results_at_equal_capacity(
+    reuters_docs: list[dict[str, Any]], fingerprint_bytes: int, origin_bytes: int
+) -> None:
+    """Oracle: the paper's 6 + 8-byte entries.  With as many buckets (so the same capacity
+    and the same evictions) packed entries give identical reports, unless a fingerprint
+    falsely matches on its fewer stored bits (not on this stream)."""
+    stream, _ = planted_stream(reuters_docs, n=300)
+    paper = OriginConfig(estimation="b", lucky_limit=3, lucky_every=3, bridge_limit=255)
+    packed = dataclasses.replace(
+        paper, fingerprint_bytes=fingerprint_bytes, origin_bytes=origin_bytes
+    )
+    buckets = 40  # 2,560 entries: far fewer than the stream's selected shingles
+    outs = []
+    for cfg in (paper, packed):
+        mem = buckets * (cfg.bucket_size * entry_bytes(cfg) + 1)
+        det = OriginDetector(dataclasses.replace(cfg, memory_bytes=mem))
+        outs.append([det.process(i, t).to_dict() for i, t in stream])
+        assert det.table.nbytes <= mem and det.table.capacity == buckets * 64
+    assert outs[0] == outs[1]
+    assert sum(r["tokens"] - r["fresh_tokens"] for r in outs[0]) > 0
+
+
+def test_edge_extension_marks_tokens_only(reuters_docs: list[dict[str, Any]]) -> None:
+    """Edge extension adds copied tokens next to found copies but changes neither the
+    shingles' origins, the dominant origin nor (so) the table's evolution."""
+    stream, _ = planted_stream(reuters_docs, n=300)
+    base = OriginConfig(memory_bytes=30_000, estimation="b", bridge_limit=255)
+    plain = OriginDetector(base)
+    wide = OriginDetector(dataclasses.replace(base, edge_extension=2))
+    grew = 0
+    for doc_id, text in stream:
+        a = plain.process(doc_id, text)
+        b = wide.process(doc_id, text)
+        assert a.shingle_origins == b.shingle_origins
+        assert a.dominant_origin == b.dominant_origin
+        assert b.fresh_tokens <= a.fresh_tokens
+        grew += a.fresh_tokens - b.fresh_tokens
+    assert grew > 0
+    for name, arr in plain.table.arrays().items():
+        assert np.array_equal(arr, wide.table.arrays()[name]), name

@@ -11,6 +11,7 @@ from neardup.detect.origin.estimate import (
     NO_BRIDGING,
     dominant_origin,
     estimate,
+    extend_edges,
     token_origins,
 )
 
@@ -157,3 +158,94 @@ def test_dominant_origin_ten_percent_rule() -> None:
     assert dominant_origin(np.array([1] * 12 + [own] * 11, dtype=np.int64), own) == (None, 1)
     assert dominant_origin(np.array([own] * 3, dtype=np.int64), own) == (own, own)
     assert dominant_origin(np.array([], dtype=np.int64), own) == (own, own)
+
+
+def test_bridge_tolerance_accepts_small_offset_shifts() -> None:
+    fps = make(40)
+    h = hits(40)
+    set_hit(h, 2, A, 10, 0, 0)
+    set_hit(h, 7, A, 14, 0, 0)  # 5 apart in D, 4 apart in the origin: one shingle lost
+    assert run(fps, h, BRIDGING).count(A) == 2
+    tol1 = estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 1).tolist()
+    assert [j for j, o in enumerate(tol1) if o == A] == [2, 3, 4, 5, 6, 7]
+    # shifted by 3: beyond a tolerance of 2; circular distance mod 256 (250 -> 3 is 9)
+    h = hits(40)
+    set_hit(h, 2, A, 250, 0, 0)
+    set_hit(h, 8, A, 3, 0, 0)
+    assert estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 2).tolist().count(A) == 2
+    assert estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 3).tolist().count(A) == 7
+
+
+def test_extend_edges_labels_neighbours_of_found_copies_only() -> None:
+    fps = make(12)
+    h = hits(12)
+    set_hit(h, 3, A, 0, 0, 0)
+    set_hit(h, 5, A, 2, 0, 0)
+    set_hit(h, 10, OWN, 0, 0, 0)  # found, but repeated inside D: no extension from it
+    est = run(fps, h, BRIDGING)
+    assert [j for j, o in enumerate(est) if o == A] == [3, 4, 5]
+    one = extend_edges(OWN, h["found"], np.array(est), 1).tolist()
+    assert [j for j, o in enumerate(one) if o == A] == [2, 3, 4, 5, 6]
+    two = extend_edges(OWN, h["found"], np.array(est), 2).tolist()
+    assert [j for j, o in enumerate(two) if o == A] == [1, 2, 3, 4, 5, 6, 7]
+    assert two[10] == OWN and two[9] == OWN and two[11] == OWN
+    assert est == run(fps, h, BRIDGING)  # the input is not modified
+
+
+def _brute_bridge(found: list[bool], origin: list[int], offset: list[int], limit: int,
+                  tol: int) -> list[int]:  # fmt: skip
+    """Bridging with an offset tolerance written from its definition, plainly."""
+    m = len(found)
+    est = [origin[j] if found[j] else OWN for j in range(m)]
+    guessed = [False] * m
+    for j in range(m):
+        if not found[j] or origin[j] == OWN:
+            continue
+        partners = [
+            t
+            for t in range(j + 1, min(m, j + limit))
+            if found[t]
+            and origin[t] == origin[j]
+            and min((d := ((t - j) - (offset[t] - offset[j])) % 256), 256 - d) <= tol
+        ]
+        if partners:
+            for i in range(j + 1, partners[0]):
+                if not found[i] and not guessed[i]:
+                    est[i], guessed[i] = origin[j], True
+    return est
+
+
+def _brute_extend(found: list[bool], est: list[int], radius: int) -> list[int]:
+    out = list(est)
+    labelled = [f or e != OWN for f, e in zip(found, est, strict=True)]
+    done = [False] * len(est)
+    for j, f in enumerate(found):
+        if not f or est[j] == OWN:
+            continue
+        for step in (-1, 1):
+            for s in range(1, radius + 1):
+                i = j + step * s
+                if not 0 <= i < len(est) or labelled[i]:
+                    break
+                if not done[i]:
+                    out[i], done[i] = est[j], True
+    return out
+
+
+def test_tolerance_and_extension_match_brute_force_on_random_hits() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        m = int(rng.integers(1, 60))
+        found = rng.random(m) < 0.3
+        origin = np.where(found, rng.choice([A, A + 1, OWN], size=m), OWN).astype(np.int64)
+        offset = (np.arange(m) + rng.integers(-3, 4, size=m) + 200).astype(np.uint8)
+        zeros = np.zeros(m, dtype=np.uint8)
+        fps = make(m)
+        for tol in (0, 1, 2, 127):
+            limit = int(rng.integers(2, 40))
+            est = estimate(OWN, fps, found, origin, offset, zeros, zeros, BRIDGING, limit, tol)
+            want = _brute_bridge(found.tolist(), origin.tolist(), offset.tolist(), limit, tol)
+            assert est.tolist() == want
+            for radius in (1, 2, 5):
+                got = extend_edges(OWN, found, est, radius).tolist()
+                assert got == _brute_extend(found.tolist(), want, radius)

@@ -4,6 +4,7 @@ protocol of ``neardup.evaluation.origin_small`` checked against direct recomputa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import tempfile
@@ -30,9 +31,12 @@ from neardup.evaluation.origin import (
 )
 from neardup.evaluation.origin_small import (
     AGE_BINS,
+    EXTENSION_CANDIDATES,
+    ablation,
     copy_reuse,
     error_breakdown,
     insert_sampling,
+    recommended,
     run_split,
     selection_density,
     split_query,
@@ -108,6 +112,15 @@ def test_labels_name_the_knobs() -> None:
     assert OriginConfig().label == "NHs+LS+BE"
     cfg = OriginConfig(lucky_limit=3, lucky_every=3, estimation="b", bridge_limit=255)
     assert cfg.label == "NHs+LS(limit 3, y 3)+B(T 255)"
+    ext = dataclasses.replace(
+        cfg, bridge_tolerance=2, edge_extension=1, fingerprint_bytes=3, origin_bytes=4
+    )
+    assert ext.label == "NHs+LS(limit 3, y 3)+B(T 255, tol 2, ext 1)+packed(3+4 B)"
+    for bad in ({"fingerprint_bytes": 5}, {"origin_bytes": 6}, {"bridge_tolerance": 128},
+                {"edge_extension": -1}, {"fingerprint_bytes": True}):  # fmt: skip
+        with pytest.raises(ConfigError):
+            OriginConfig(**bad)  # type: ignore[arg-type]
+    assert len({c.label for c in EXTENSION_CANDIDATES}) == len(EXTENSION_CANDIDATES)
 
 
 def test_copy_stream_recent_share(reuters_docs: list[dict[str, Any]]) -> None:
@@ -179,6 +192,16 @@ def test_breakdown_and_tuning_agree_with_direct_scores(
     assert sd[0]["held_out"] == r["held_out"] and sd[0]["ssr"] == pytest.approx(direct.ssr)
     sampled = insert_sampling(prepared, truth, cfg, moduli=(1,), fractions=(fraction,))
     assert sampled[0]["tuning"] == r["tuning"]
+    # extensions: chosen among both families by the same rule; the paper's choice unchanged
+    ext = dataclasses.replace(cfg, edge_extension=1, fingerprint_bytes=4, origin_bytes=4)
+    both = tune(prepared, truth, (fraction,), candidates, extensions=[ext])[str(fraction)]
+    assert both["chosen"] == result[str(fraction)]["chosen"]
+    assert [r["family"] for r in both["runs"]] == ["paper", "paper", "extension"]
+    assert both["chosen_extended"] == max(both["runs"], key=lambda r: r["tuning"]["tf"])["label"]
+    abl = ablation(prepared, truth, ext, fraction)
+    packed_only = "NHs+LS(limit 2)+B+packed(4+4 B)"
+    assert [a["label"] for a in abl] == [ext.label, "NHs+LS(limit 2)+B(ext 1)", packed_only]
+    assert abl[0]["held_out"] == both["runs"][2]["held_out"]
 
 
 @pytest.mark.parametrize("insert_modulo", [1, 3])
@@ -220,3 +243,20 @@ def test_cli_takes_the_small_memory_options(tmp_path: Path) -> None:
     assert "NHs+LS(limit 3, y 3)+B(T 255)" in result.stderr
     bad = CliRunner().invoke(cli, [*args[:-6], "--lucky-limit", "0"])
     assert bad.exit_code != 0 and isinstance(bad.exception, ConfigError)
+
+
+def test_recommended_reads_the_choices_and_the_paper_floor() -> None:
+    def run(label: str, do: float, tf: float) -> dict[str, Any]:
+        return {"label": label, "held_out": {"do": do, "tf": tf}}
+
+    two = [run("a", 90, 80), run("b", 90, 82)]
+    small = {
+        "0.003": {"chosen": "a", "chosen_extended": "b", "runs": two},
+        "0.001": {"chosen": "a", "chosen_extended": "a", "runs": [run("a", 80, 77)]},
+    }
+    large = {"0.342": {"chosen": "c", "runs": [run("c", 99, 99)]}}
+    rows = {r["fraction"]: r for r in recommended(small, large)}
+    assert set(rows) == {0.003, 0.001, 0.342}  # 0.033 is in neither result
+    assert rows[0.003]["met"] and rows[0.003]["extended_tf"] == 82 and rows[0.003]["paper_tf"] == 80
+    assert not rows[0.001]["met"]  # TF 77 < the paper's 78.1
+    assert rows[0.342]["extended_label"] == "c" and rows[0.342]["met"]

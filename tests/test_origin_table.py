@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 import pytest
 
-from neardup.detect.origin import OriginConfig
+from neardup.detect.origin import TEXT_CONFIG, OriginConfig
 from neardup.detect.origin.evict import lucky_bonus
+from neardup.detect.origin.select import select
 from neardup.detect.origin.table import BucketTable, UnlimitedTable, entry_bytes
 from neardup.errors import CapacityError
+from neardup.shingles import hash_forms
+from neardup.text import tokenize
 
 
 def one_bucket(
@@ -42,7 +48,7 @@ def probe(table: BucketTable, ids: list[int], own: int = 0) -> tuple[np.ndarray,
 
 def stored(table: BucketTable) -> set[int]:
     keys = {int(fp(i)) & 0xFFFF_FFFF_FFFF: i for i in range(1000)}
-    n = int(table.fill[0])
+    n = min(int(table.fill[0]), table.bucket_size)  # a full LRU ring keeps its head above
     got = set()
     for s in range(n):
         low = (int(table.tag_hi[s]) << 32) | int(table.tag_lo[s])
@@ -176,3 +182,94 @@ def test_unlimited_table_never_forgets() -> None:
     table.probe(fps, 0)
     hits, evicted = table.probe(fps[::-1].copy(), 1)
     assert hits.found.all() and (hits.origin == 0).all() and evicted.size == 0
+
+
+@pytest.mark.parametrize(("fingerprint_bytes", "origin_bytes", "size"), [
+    (6, 8, 16), (4, 8, 14), (6, 4, 12), (4, 4, 10), (3, 4, 9),
+])  # fmt: skip
+def test_packed_entry_bytes(fingerprint_bytes: int, origin_bytes: int, size: int) -> None:
+    cfg = OriginConfig(
+        estimation="b", fingerprint_bytes=fingerprint_bytes, origin_bytes=origin_bytes
+    )
+    assert entry_bytes(cfg) == size
+    table = BucketTable(dataclasses.replace(cfg, memory_bytes=10 * (64 * size + 1)))
+    assert table.capacity == 640 and table.nbytes == 10 * (64 * size + 1)
+
+
+def test_packed_tables_never_exceed_their_budget() -> None:
+    rng = np.random.default_rng(2)
+    for memory in [577, 1153, 5000, 65_537, 1_000_003]:
+        for fp_bytes, origin_bytes in [(4, 4), (3, 4), (3, 8)]:
+            for eviction in ("random", "lru", "lucky"):
+                cfg = OriginConfig(
+                    memory_bytes=memory,
+                    eviction=eviction,
+                    estimation="b",
+                    fingerprint_bytes=fp_bytes,
+                    origin_bytes=origin_bytes,
+                )
+                try:
+                    table = BucketTable(cfg)
+                except CapacityError:
+                    assert memory < 64 * entry_bytes(cfg) + 1
+                    continue
+                assert table.nbytes <= memory < table.nbytes + table.bucket_bytes
+                fps = rng.integers(0, 2**63, size=3000, dtype=np.int64).astype(np.uint64)
+                table.probe(fps, 5)
+                assert table.nbytes <= memory and table.stored <= table.capacity
+
+
+@pytest.mark.parametrize("fingerprint_bytes", [4, 3])
+def test_packed_table_finds_what_it_stored(fingerprint_bytes: int) -> None:
+    cfg = OriginConfig(
+        estimation="b", eviction="random", fingerprint_bytes=fingerprint_bytes, origin_bytes=4
+    )
+    table = BucketTable(dataclasses.replace(cfg, memory_bytes=200 * (64 * entry_bytes(cfg) + 1)))
+    rng = np.random.default_rng(3)
+    fps = np.unique(rng.integers(0, 2**63, size=5000, dtype=np.int64).astype(np.uint64) * 2)
+    fps = rng.permutation(fps)  # unique() sorts: spread the first 3000 over all buckets
+    hits, evicted = table.probe(fps[:3000], own=(1 << 32) - 1)
+    assert not hits.found.any() and evicted.shape[0] == 0
+    again, _ = table.probe(fps, own=7)
+    assert again.found[:3000].all()
+    assert set(again.origin[:3000].tolist()) == {(1 << 32) - 1}
+    assert again.offset[:3000].tolist() == [j & 255 for j in range(3000)]
+    # new fingerprints: a false match needs all stored bits equal, ~1e-6 here
+    assert int(again.found[3000:].sum()) <= 1
+    with pytest.raises(CapacityError, match="2\\^32"):
+        table.probe(fps[:1], own=1 << 32)
+
+
+@pytest.mark.parametrize("bucket_size", [4, 64, 200])
+def test_lru_ring_matches_an_ordered_dict_oracle(
+    reuters_docs: list[dict[str, Any]], bucket_size: int
+) -> None:
+    """LRU keeps a full bucket as a ring (head in the fill byte, bucket sizes <= 128; larger
+    ones shift): hits, stored origins and evictions equal a plain LRU built from one
+    OrderedDict per bucket, on the selected fingerprints of real Reuters documents."""
+    cfg = OriginConfig(eviction="lru", estimation="nb", bucket_size=bucket_size)
+    cfg = dataclasses.replace(cfg, memory_bytes=12 * (bucket_size * entry_bytes(cfg) + 1))
+    table = BucketTable(cfg)
+    oracle: dict[int, OrderedDict[int, int]] = {}
+    for own, doc in enumerate([d for d in reuters_docs if d["text"]][:300]):
+        tokens = tokenize(doc["text"], TEXT_CONFIG)
+        fps = select(hash_forms(tokens.forms, 0), cfg).fingerprints
+        hits, evicted = table.probe(fps, own)
+        want_found, want_origin, want_evicted = [], [], []
+        for f in fps.tolist():
+            bucket = oracle.setdefault(((f >> 32) * table.nbuckets) >> 32, OrderedDict())
+            if f in bucket:
+                bucket.move_to_end(f)
+                want_found.append(True)
+                want_origin.append(bucket[f])
+                continue
+            if len(bucket) == bucket_size:
+                want_evicted.append(bucket.popitem(last=False)[1])
+            bucket[f] = own
+            want_found.append(False)
+            want_origin.append(own)
+        assert hits.found.tolist() == want_found
+        assert hits.origin.tolist() == want_origin
+        assert evicted.tolist() == want_evicted
+    assert table.stored == sum(len(b) for b in oracle.values())
+    assert int(table.fill.max()) > bucket_size or bucket_size > 128  # the ring did turn

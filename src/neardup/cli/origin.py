@@ -69,6 +69,10 @@ _CONFIG_OPTIONS = (
     "bridge_limit",
     "lucky_limit",
     "lucky_every",
+    "bridge_tolerance",
+    "edge_extension",
+    "fingerprint_bytes",
+    "origin_bytes",
     "seed",
 )
 
@@ -114,6 +118,10 @@ def _build_config(params: dict[str, Any]) -> OriginConfig:
         bridge_limit=params["bridge_limit"],
         lucky_limit=params["lucky_limit"],
         lucky_every=params["lucky_every"],
+        bridge_tolerance=params["bridge_tolerance"],
+        edge_extension=params["edge_extension"],
+        fingerprint_bytes=params["fingerprint_bytes"],
+        origin_bytes=params["origin_bytes"],
         seed=params["seed"],
     )
 
@@ -180,6 +188,37 @@ def _detector(
     default=7,
     show_default=True,
     help="Lucky bonus for every y-th selected shingle (3 at small memory).",
+)
+@click.option(
+    "--bridge-tolerance",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Extension: bridge partners whose offsets differ by up to this many shingles (2 at"
+    " small memory).",
+)
+@click.option(
+    "--edge-extension",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Extension: call up to this many neighbours of a found copied shingle copied (1-2 at"
+    " small memory).",
+)
+@click.option(
+    "--fingerprint-bytes",
+    type=click.IntRange(3, 6),
+    default=6,
+    show_default=True,
+    help="Extension: bytes of fingerprint kept per entry (6 = the paper; 3 or 4 pack more"
+    " entries into the same memory).",
+)
+@click.option(
+    "--origin-bytes",
+    type=click.IntRange(4, 8),
+    default=8,
+    show_default=True,
+    help="Extension: bytes per stored origin (8 = the paper; 4 allows 2^32 documents).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--order", type=click.Choice(["file", "date"]), default="file", show_default=True)

@@ -433,7 +433,7 @@ def _median_age(det: OriginDetector, n_docs: int) -> float:
         return math.nan
     slot = np.arange(table.capacity) % table.bucket_size
     bucket = np.arange(table.capacity) // table.bucket_size
-    used = slot < table.fill[bucket]
+    used = slot < np.minimum(table.fill, table.bucket_size)[bucket]  # LRU keeps a ring head
     return float(np.median(n_docs - table.origin[used])) if used.any() else math.nan
 
 

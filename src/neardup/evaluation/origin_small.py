@@ -23,7 +23,11 @@ ground truth (the paper's Section 3.1).  Three analyses:
   most recent originals with a larger share: it measures how much of the small-memory TF
   depends on how far back the copied sources lie rather than on the algorithm.
 
-Run: ``python -m neardup.evaluation.origin_small --out docs/origin`` (about 4 minutes on a
+The extensions (:data:`EXTENSION_CANDIDATES`, not in the paper: packed table entries, an
+offset tolerance for bridging, edge extension) are tuned by the same protocol together with
+the paper's family, and :func:`ablation` switches each back to the paper's in turn.
+
+Run: ``python -m neardup.evaluation.origin_small --out docs/origin`` (about 10 minutes on a
 free core); writes ``small_memory.json`` and ``small_memory.md``.  Deterministic (seeded).
 """
 
@@ -61,11 +65,15 @@ from neardup.shingles import word_shingles
 __all__ = [
     "AGE_BINS",
     "CANDIDATES",
+    "EXTENSION_CANDIDATES",
+    "LARGE_CANDIDATES",
+    "LARGE_EXTENSIONS",
     "PAPER_NHS_LS_BE",
     "copy_reuse",
     "error_breakdown",
     "insert_sampling",
     "locality",
+    "recommended",
     "run_split",
     "selection_density",
     "split_query",
@@ -109,6 +117,75 @@ def _candidates() -> tuple[OriginConfig, ...]:
 
 
 CANDIDATES: tuple[OriginConfig, ...] = _candidates()
+
+
+def _extension_candidates() -> tuple[OriginConfig, ...]:
+    """The extensions' family (not in the paper), fixed before any held-out score was seen:
+    packed entries (fingerprint + origin bytes 4 + 4 or 3 + 4), bridging offset tolerance
+    0 or 2, edge extension 0, 1 or 2, with the lucky knobs, B or BE and T = 255; plus Random
+    and LRU with B, tolerance 2 and extension 1."""
+    out: list[OriginConfig] = []
+    for fp_bytes in (4, 3):
+        for estimation in ("b", "be"):
+            for limit in (2, 3):
+                for every in (3, 5):
+                    for tolerance in (0, 2):
+                        for extension in (0, 1, 2):
+                            out.append(
+                                OriginConfig(
+                                    eviction="lucky",
+                                    lucky_limit=limit,
+                                    lucky_every=every,
+                                    estimation=estimation,
+                                    bridge_limit=255,
+                                    bridge_tolerance=tolerance,
+                                    edge_extension=extension,
+                                    fingerprint_bytes=fp_bytes,
+                                    origin_bytes=4,
+                                )
+                            )
+        for eviction in ("random", "lru"):
+            out.append(
+                OriginConfig(
+                    eviction=eviction,
+                    estimation="b",
+                    bridge_limit=255,
+                    bridge_tolerance=2,
+                    edge_extension=1,
+                    fingerprint_bytes=fp_bytes,
+                    origin_bytes=4,
+                )
+            )
+    return tuple(out)
+
+
+EXTENSION_CANDIDATES: tuple[OriginConfig, ...] = _extension_candidates()
+
+LARGE_FRACTIONS = (0.342, 0.033)
+# The large sizes' family (fixed before their held-out scores were seen): the paper's
+# default and the best grid configurations of docs/origin/results.md ...
+LARGE_CANDIDATES: tuple[OriginConfig, ...] = (
+    OriginConfig(),
+    OriginConfig(lucky_limit=2),
+    OriginConfig(lucky_limit=2, selection="all", no_overlap=False),
+    OriginConfig(lucky_limit=2, estimation="b", selection="all", no_overlap=False),
+)
+# ... and the same with packed entries, plus the small sizes' extended choices.
+LARGE_EXTENSIONS: tuple[OriginConfig, ...] = (
+    *(
+        dataclasses.replace(c, fingerprint_bytes=fp_bytes, origin_bytes=4)
+        for fp_bytes in (4, 3)
+        for c in LARGE_CANDIDATES
+    ),
+    OriginConfig(
+        eviction="lru", estimation="b", bridge_limit=255, bridge_tolerance=2, edge_extension=1,
+        fingerprint_bytes=3, origin_bytes=4,
+    ),
+    OriginConfig(
+        lucky_limit=3, lucky_every=5, estimation="b", bridge_limit=255, bridge_tolerance=2,
+        edge_extension=2, fingerprint_bytes=3, origin_bytes=4,
+    ),
+)  # fmt: skip
 
 
 def split_query(truth: Truth) -> tuple[I64, I64]:
@@ -249,17 +326,21 @@ def tune(
     fractions: Sequence[float] = SMALL_FRACTIONS,
     candidates: Sequence[OriginConfig] = CANDIDATES,
     progress: Callable[[str], None] | None = None,
+    extensions: Sequence[OriginConfig] = (),
 ) -> dict[str, Any]:
     """Choose per size on the tuning half, report on the held-out half (see module doc).
 
     The rule: the best tuning-half TF among candidates whose tuning-half DO is at least the
     paper's DO at that size (:data:`PAPER_NHS_LS_BE`; no constraint at other sizes).
+    ``chosen`` is chosen among ``candidates`` (the paper's framework); when ``extensions``
+    are given, ``chosen_extended`` is chosen among ``candidates`` and ``extensions``
+    together by the same rule.
     """
     say = progress or (lambda _m: None)
     out: dict[str, Any] = {}
     for fraction in fractions:
         runs = []
-        for config in candidates:
+        for config in (*candidates, *extensions):
             r = run_split(prepared, truth, config, fraction)
             say(
                 f"{fraction:.3%} {r['label']}: tuning DO {r['tuning']['do']:.1f} TF"
@@ -267,11 +348,64 @@ def tune(
                 f" TF {r['held_out']['tf']:.1f}"
             )
             runs.append(r)
+        for i, r in enumerate(runs):
+            r["family"] = "paper" if i < len(candidates) else "extension"
         floor = PAPER_NHS_LS_BE.get(fraction, (0.0, 0.0))[0]
-        eligible = [r for r in runs if r["tuning"]["do"] >= floor] or runs
-        best = max(eligible, key=lambda r: r["tuning"]["tf"])
-        out[str(fraction)] = {"chosen": best["label"], "runs": runs}
+        entry = {"chosen": _choose(runs[: len(candidates)], floor), "runs": runs}
+        if extensions:
+            entry["chosen_extended"] = _choose(runs, floor)
+        out[str(fraction)] = entry
     return out
+
+
+def _choose(runs: Sequence[dict[str, Any]], floor: float) -> str:
+    """The label of the best tuning TF among runs whose tuning DO is >= ``floor`` (all runs
+    when none is)."""
+    eligible = [r for r in runs if r["tuning"]["do"] >= floor] or list(runs)
+    return str(max(eligible, key=lambda r: r["tuning"]["tf"])["label"])
+
+
+def recommended(*tuned: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per size of :data:`PAPER_NHS_LS_BE`: the held-out DO/TF of the configurations chosen
+    in the paper's framework and with the extensions (from whichever :func:`tune` result
+    covers the size), and whether the extended choice is at least the paper's in both."""
+    out = []
+    for fraction, (paper_do, paper_tf) in PAPER_NHS_LS_BE.items():
+        entry = next((t[str(fraction)] for t in tuned if str(fraction) in t), None)
+        if entry is None:
+            continue
+        by_label = {r["label"]: r["held_out"] for r in entry["runs"]}
+        plain = by_label[entry["chosen"]]
+        extended_label = entry.get("chosen_extended", entry["chosen"])
+        extended = by_label[extended_label]
+        out.append(
+            {
+                "fraction": fraction,
+                "paper_label": entry["chosen"],
+                "paper_do": plain["do"],
+                "paper_tf": plain["tf"],
+                "extended_label": extended_label,
+                "extended_do": extended["do"],
+                "extended_tf": extended["tf"],
+                "met": extended["do"] >= paper_do and extended["tf"] >= paper_tf,
+            }
+        )
+    return out
+
+
+def ablation(
+    prepared: Prepared, truth: Truth, config: OriginConfig, fraction: float
+) -> list[dict[str, Any]]:
+    """``config`` at ``fraction`` and with each extension switched back to the paper's
+    (6 + 8 entry bytes, tolerance 0, no edge extension), one at a time."""
+    variants = [config]
+    if (config.fingerprint_bytes, config.origin_bytes) != (6, 8):
+        variants.append(dataclasses.replace(config, fingerprint_bytes=6, origin_bytes=8))
+    if config.bridge_tolerance:
+        variants.append(dataclasses.replace(config, bridge_tolerance=0))
+    if config.edge_extension:
+        variants.append(dataclasses.replace(config, edge_extension=0))
+    return [run_split(prepared, truth, c, fraction) for c in variants]
 
 
 def copy_reuse(prepared: Prepared, k: int = 8) -> dict[str, float]:
@@ -383,6 +517,34 @@ def _f(x: float) -> str:
     return "n/a" if x != x else f"{x:.1f}"
 
 
+def _render_tune(tuned: dict[str, Any]) -> list[str]:
+    """Markdown of one :func:`tune` result: per size, every candidate, the choices marked."""
+    lines: list[str] = []
+    for fraction, entry in tuned.items():
+        frac = float(fraction)
+        paper = PAPER_NHS_LS_BE.get(frac)
+        extended = entry.get("chosen_extended")
+        lines += [
+            f"### {100 * frac:.1f} % (paper NHs+LS+BE: DO {paper[0] if paper else 'n/a'},"
+            f" TF {paper[1] if paper else 'n/a'}); chosen in the paper's framework:"
+            f" **{entry['chosen']}**"
+            + (f"; with the extensions: **{extended}**" if extended else ""),
+            "",
+            "| config | family | tuning DO | tuning TF | held-out DO | held-out TF |",
+            "|---|---|---|---|---|---|",
+        ]
+        runs = sorted(entry["runs"], key=lambda r: -r["tuning"]["tf"])
+        for r in runs:
+            mark = "**" if r["label"] in (entry["chosen"], extended) else ""
+            lines.append(
+                f"| {mark}{r['label']}{mark} | {r.get('family', 'paper')} |"
+                f" {_f(r['tuning']['do'])} | {_f(r['tuning']['tf'])} |"
+                f" {_f(r['held_out']['do'])} | {_f(r['held_out']['tf'])} |"
+            )
+        lines.append("")
+    return lines
+
+
 def render_markdown(results: dict[str, Any]) -> str:
     """Markdown of a :func:`main` results dictionary."""
     lines = [
@@ -442,24 +604,45 @@ def render_markdown(results: dict[str, Any]) -> str:
             + " |"
         )
     lines += ["", "## Held-out tuning (choose on the earlier half, report the later half)", ""]
-    for fraction, entry in results["tune"].items():
-        frac = float(fraction)
-        paper = PAPER_NHS_LS_BE.get(frac)
+    lines += _render_tune(results["tune"])
+    if results.get("tune_large"):
         lines += [
-            f"### {100 * frac:.1f} % (paper NHs+LS+BE: DO {paper[0] if paper else 'n/a'},"
-            f" TF {paper[1] if paper else 'n/a'}); chosen: **{entry['chosen']}**",
+            "## Held-out tuning at the large sizes (a small fixed family, same rule)",
             "",
-            "| config | tuning DO | tuning TF | held-out DO | held-out TF |",
-            "|---|---|---|---|---|",
+            *_render_tune(results["tune_large"]),
         ]
-        runs = sorted(entry["runs"], key=lambda r: -r["tuning"]["tf"])
-        for r in runs:
-            mark = "**" if r["label"] == entry["chosen"] else ""
+    if results.get("recommended"):
+        lines += [
+            "## The recommendation at every size (held-out half, DO / TF)",
+            "",
+            "| size | paper NHs+LS+BE | chosen in the paper's framework | held out |"
+            " chosen with the extensions | held out | at least the paper's? |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in results["recommended"]:
+            paper_do, paper_tf = PAPER_NHS_LS_BE[r["fraction"]]
             lines.append(
-                f"| {mark}{r['label']}{mark} | {_f(r['tuning']['do'])} |"
-                f" {_f(r['tuning']['tf'])} | {_f(r['held_out']['do'])} |"
-                f" {_f(r['held_out']['tf'])} |"
+                f"| {100 * r['fraction']:.1f} % | {paper_do} / {paper_tf} | {r['paper_label']} |"
+                f" {_f(r['paper_do'])} / {_f(r['paper_tf'])} | {r['extended_label']} |"
+                f" {_f(r['extended_do'])} / {_f(r['extended_tf'])} |"
+                f" {'yes' if r['met'] else 'no'} |"
             )
+        lines.append("")
+    if results.get("ablation"):
+        lines += [
+            "## Ablation of the chosen extended configurations (one extension back to the"
+            " paper's at a time)",
+            "",
+            "| config | size | tuning DO | tuning TF | held-out DO | held-out TF |",
+            "|---|---|---|---|---|---|",
+        ]
+        for runs in results["ablation"].values():
+            for r in runs:
+                lines.append(
+                    f"| {r['label']} | {100 * r['fraction']:.1f} % | {_f(r['tuning']['do'])} |"
+                    f" {_f(r['tuning']['tf'])} | {_f(r['held_out']['do'])} |"
+                    f" {_f(r['held_out']['tf'])} |"
+                )
         lines.append("")
     if results.get("chosen_everywhere"):
         lines += [
@@ -557,8 +740,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     results["breakdown"] = [
         error_breakdown(prepared, truth, c, f) for c in baselines for f in SMALL_FRACTIONS
     ]
-    results["tune"] = tune(prepared, truth, progress=say)
+    results["tune"] = tune(prepared, truth, progress=say, extensions=EXTENSION_CANDIDATES)
     chosen = {e["chosen"]: e for e in results["tune"].values()}
+    chosen.update({e["chosen_extended"]: e for e in results["tune"].values()})
     by_label = {r["label"]: r["config"] for e in results["tune"].values() for r in e["runs"]}
     everywhere: dict[str, dict[str, Any]] = {}
     for label in [baselines[0].label, *chosen]:
@@ -574,8 +758,17 @@ def main(argv: Iterable[str] | None = None) -> int:
     results["breakdown"] += [
         error_breakdown(prepared, truth, OriginConfig(**by_label[label]), float(fraction))
         for fraction, entry in results["tune"].items()
-        for label in [entry["chosen"]]
+        for label in dict.fromkeys([entry["chosen"], entry["chosen_extended"]])
     ]
+    results["ablation"] = {
+        fraction: ablation(prepared, truth, OriginConfig(**by_label[entry["chosen_extended"]]),
+                           float(fraction))
+        for fraction, entry in results["tune"].items()
+    }  # fmt: skip
+    results["tune_large"] = tune(
+        prepared, truth, LARGE_FRACTIONS, LARGE_CANDIDATES, say, extensions=LARGE_EXTENSIONS
+    )
+    results["recommended"] = recommended(results["tune"], results["tune_large"])
     results["copy_reuse"] = copy_reuse(prepared)
     results["insert_sampling"] = insert_sampling(prepared, truth, baselines[0])
     results["selection_density"] = selection_density(prepared, truth, baselines[0])

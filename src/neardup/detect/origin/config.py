@@ -61,6 +61,14 @@ class OriginConfig(Config):
     only those whose fingerprint bits 16-31 are 0 mod r: a content-defined 1/r sample, the
     same shingles in every document, so a small table spans r times more documents while
     every token stays covered by a looked-up shingle (see docs/origin.md, small memory).
+    Three more extensions, not in the paper (defaults = the paper; docs/origin.md, "Small
+    memory"): ``bridge_tolerance`` d lets bridging accept partners whose offset difference is
+    off by at most d (word edits shift the offsets); ``edge_extension`` r labels up to r
+    unfound selected neighbours on each side of a found copied shingle (unverified; marks
+    tokens only); ``fingerprint_bytes`` 4 or 3 (paper: 6) and ``origin_bytes`` 4 (paper: 8)
+    pack an entry into fewer bytes, so the same ``memory_bytes`` holds more entries (4-byte
+    origins: streams of at most 2^32 documents; fewer fingerprint bits: more false matches,
+    bucket_size / 2^(8 x fingerprint_bytes) per probe of a new shingle).
     ``seed`` seeds the token hashes and the eviction random generator (results are
     deterministic for a seed).
     """
@@ -81,6 +89,10 @@ class OriginConfig(Config):
     copycount_saturated: int = 10
     seed: int = 0
     insert_modulo: int = 1
+    bridge_tolerance: int = 0
+    edge_extension: int = 0
+    fingerprint_bytes: int = 6
+    origin_bytes: int = 8
 
     def __post_init__(self) -> None:
         check_int("shingle_width", self.shingle_width, low=1, high=64)
@@ -108,6 +120,12 @@ class OriginConfig(Config):
         check_int("copycount_saturated", self.copycount_saturated, low=1, high=255)
         check_int("seed", self.seed, low=0, high=(1 << 64) - 1)
         check_int("insert_modulo", self.insert_modulo, low=1, high=1 << 16)
+        check_int("bridge_tolerance", self.bridge_tolerance, low=0, high=127)
+        check_int("edge_extension", self.edge_extension, low=0, high=255)
+        check_int("fingerprint_bytes", self.fingerprint_bytes, low=3, high=6)
+        check_choice("fingerprint_bytes", self.fingerprint_bytes, (6, 4, 3))
+        check_int("origin_bytes", self.origin_bytes, low=4, high=8)
+        check_choice("origin_bytes", self.origin_bytes, (8, 4))
 
     @classmethod
     def reference(cls, shingle_width: int = 8, seed: int = 0) -> OriginConfig:
@@ -148,9 +166,18 @@ class OriginConfig(Config):
             knobs += [f"y {self.lucky_every}"] if self.lucky_every != 7 else []
             evict += f"({', '.join(knobs)})" if knobs else ""
         estimation = self.estimation.upper()
+        knobs = []
         if self.estimation in ("b", "be") and self.bridge_limit != 30:
-            estimation += f"(T {self.bridge_limit})"
-        return f"{sel}+{evict}+{estimation}"
+            knobs.append(f"T {self.bridge_limit}")
+        if self.estimation in ("b", "be") and self.bridge_tolerance:
+            knobs.append(f"tol {self.bridge_tolerance}")
+        if self.edge_extension:
+            knobs.append(f"ext {self.edge_extension}")
+        estimation += f"({', '.join(knobs)})" if knobs else ""
+        packed = ""
+        if (self.fingerprint_bytes, self.origin_bytes) != (6, 8):
+            packed = f"+packed({self.fingerprint_bytes}+{self.origin_bytes} B)"
+        return f"{sel}+{evict}+{estimation}{packed}"
 
 
 _MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)

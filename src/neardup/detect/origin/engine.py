@@ -3,7 +3,9 @@
 :class:`OriginDetector` runs the paper's three phases on each document in turn (Section 2):
 select fingerprints (:mod:`.select`), hash them into the table (:mod:`.table`, evicting by
 :mod:`.evict`), estimate the origin of every selected fingerprint (:mod:`.estimate`), and for
-lucky eviction feed the estimated copied blocks back into the lucky scores.  Each document
+lucky eviction feed the estimated copied blocks back into the lucky scores.  The optional
+edge extension (``edge_extension``, not in the paper) widens only the copied *tokens*; the
+shingles' origins, the dominant origin and the lucky scores are computed before it.  Each document
 is the query document for the ones before it and then joins the set S (the paper's
 preprocessing and query steps are the same pass in a stream).
 
@@ -48,6 +50,7 @@ from neardup.detect.origin.estimate import (
     ESTIMATION_CODES,
     dominant_origin,
     estimate,
+    extend_edges,
     token_origins,
 )
 from neardup.detect.origin.evict import lucky_bonus
@@ -163,7 +166,7 @@ class OriginDetector:
         hits, evicted = self.table.probe(fps, own, insert)
         est = estimate(
             own, fps, hits.found, hits.origin, hits.offset, hits.prev, hits.next,
-            self._method, self.config.bridge_limit,
+            self._method, self.config.bridge_limit, self.config.bridge_tolerance,
         )  # fmt: skip
         if self._lucky:
             self.table.add_scores(fps, lucky_bonus(est, own, self.config.lucky_every))
@@ -175,7 +178,9 @@ class OriginDetector:
             stored = ~hits.found if insert is None else ~hits.found & insert
             inserted = int(np.count_nonzero(stored))
             self._account(own, doc_id, inserted, evicted)
-        tok = token_origins(th.shape[0], sel.starts, sel.ends, est, own)
+        radius = self.config.edge_extension
+        marked = est if radius == 0 else extend_edges(own, hits.found, est, radius)
+        tok = token_origins(th.shape[0], sel.starts, sel.ends, marked, own)
         dom, most = dominant_origin(est, own)
         return DocResult(own, doc_id, int(th.shape[0]), sel, est, tok, dom, most, names, hits.found)
 

@@ -19,6 +19,20 @@ ordinal means "new".  Four methods, as the paper defines them:
   stored preceding byte; then expansion.  Bridges are applied first; expansion only labels
   fingerprints still unlabelled (the paper notes the two never contradict).
 
+Two extensions, not in the paper (both off by default; docs/origin.md, "Small memory"):
+
+* **offset tolerance** (``tolerance`` d >= 1): condition (c) accepts partners whose offset
+  difference in D differs from the stored one by at most d (circular distance mod 256).  A
+  copy with word edits selects a few more or fewer shingles between two anchors, which shifts
+  the offsets; the same stored origin (b) is still required.
+* **edge extension** (:func:`extend_edges`, radius r >= 1): after bridging (and expansion),
+  each found fingerprint of another document also labels up to r unlabelled selected
+  neighbours on each side with its origin, stopping at the first labelled one.  Unverified
+  (no stored bytes are compared): it trades a few novel tokens called old for the copied
+  tokens at the edges of a passage of which only some anchors survived in a small table.
+  So it marks *tokens* only: the engine counts extended labels neither for the most copied
+  origin nor for the lucky scores (an unverified guess should not move either).
+
 Found fingerprints keep their stored origin; only missing ones are guessed, as the paper
 says ("guess the origin of selected shingles that were not found").  Found fingerprints whose
 stored origin is the document itself (a shingle repeated inside D) neither bridge nor expand.
@@ -44,6 +58,7 @@ __all__ = [
     "NO_BRIDGING",
     "dominant_origin",
     "estimate",
+    "extend_edges",
     "token_origins",
 ]
 
@@ -70,8 +85,12 @@ def estimate(
     nxt: U8,
     method: int,
     limit: int,
+    tolerance: int = 0,
 ) -> I64:  # pragma: no cover - numba
-    """Origin ordinal of every selected fingerprint (``own`` = new); see the module doc."""
+    """Origin ordinal of every selected fingerprint (``own`` = new); see the module doc.
+
+    ``tolerance`` (offset tolerance of bridging) is 0 for the paper's methods; edge extension
+    is the separate :func:`extend_edges`."""
     m = fps.shape[0]
     est = np.empty(m, dtype=np.int64)
     labelled = np.empty(m, dtype=np.bool_)
@@ -89,7 +108,8 @@ def estimate(
             for t in range(j + 1, stop):
                 if not found[t] or origin[t] != origin[j]:
                     continue
-                if ((t - j) & 255) != ((int(offset[t]) - int(offset[j])) & 255):
+                shift = ((t - j) - (int(offset[t]) - int(offset[j]))) & 255
+                if min(shift, 256 - shift) > tolerance:
                     continue
                 # t is the first partner of j, condition (d)
                 ok = True
@@ -114,6 +134,33 @@ def estimate(
                 est[j + 1] = origin[j]
                 labelled[j + 1] = True
     return est
+
+
+@numba.njit(cache=True)
+def extend_edges(own: int, found: BOOL, est: I64, radius: int) -> I64:  # pragma: no cover
+    """Edge extension (see the module doc) of :func:`estimate`'s result ``est``: a copy in
+    which every found fingerprint of another origin also labels up to ``radius`` unlabelled
+    selected neighbours on each side (stopping at the first labelled one; "labelled" means
+    found or given another origin by ``est``), so an extended label never extends further."""
+    m = est.shape[0]
+    out = est.copy()
+    labelled = np.empty(m, dtype=np.bool_)
+    for j in range(m):
+        labelled[j] = found[j] or est[j] != own
+    extended = np.zeros(m, dtype=np.bool_)
+    for j in range(m):
+        if not found[j] or est[j] == own:
+            continue
+        for step in (-1, 1):
+            i = j + step
+            for _ in range(radius):
+                if i < 0 or i >= m or labelled[i]:
+                    break
+                if not extended[i]:
+                    out[i] = est[j]
+                    extended[i] = True
+                i += step
+    return out
 
 
 @numba.njit(cache=True)

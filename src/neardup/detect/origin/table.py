@@ -17,17 +17,28 @@ neighbour bytes           2    (4) first byte of the preceding / succeeding sele
 eviction byte             1    (5) copy count or lucky score (CC, LS)
 ======================  =====  ==========================================================
 
-so 14 to 18 bytes an entry (exactly the paper's range) plus 1 byte a bucket.
+so 14 to 18 bytes an entry (exactly the paper's range) plus 1 byte a bucket.  Packed entries
+(not in the paper): ``fingerprint_bytes`` 4 or 3 keeps the 32 or 24 low bits of the
+fingerprint (the bucket still comes from the high 32 bits) and ``origin_bytes`` 4 a 4-byte
+origin ordinal, down to 7 to 11 bytes an entry, so the same budget holds up to 2 times more
+entries; with 4-byte origins a stream may have at most 2^32 documents (``CapacityError``
+beyond).
 
 A probe of a selected fingerprint either finds it (its stored facts are returned and its
 eviction data updated) or inserts it with the current document as origin, evicting one entry
-when the bucket is full (:mod:`.evict`).  :class:`UnlimitedTable` is the reference mode's
-table: a dict that never evicts (memory grows with the stream).
+when the bucket is full (:mod:`.evict`).  LRU keeps each bucket in recency order; a full
+bucket is a ring whose oldest entry sits at a head stored in the fill byte (as bucket_size +
+head, for buckets of at most 128 entries; larger ones shift), so an eviction is O(1) and only
+a hit moves entries - the same order as shifting, without its cost, and no extra byte.
+:class:`UnlimitedTable` is the reference mode's table: a dict that never evicts (memory grows
+with the stream).
 
 Guarantees: deterministic for a seed; the table's bytes never exceed ``memory_bytes``
 (tested); a probe is O(bucket_size).  Fingerprint equality is decided on 48 stored bits +
-the bucket bits, so two different shingles collide with probability about
-bucket_size / 2^(48 + log2 buckets) per probe.
+the bucket bits (8 x ``fingerprint_bytes`` + the bucket bits in general), so a probe of a new
+shingle falsely matches a stored one with probability at most bucket_size / 2^48 (4 bytes:
+bucket_size / 2^32, 1.5e-8 for 64-entry buckets; 3 bytes: bucket_size / 2^24, 3.8e-6, one
+false match per ~260,000 probes of new shingles; a false match marks one shingle copied).
 """
 
 from __future__ import annotations
@@ -73,8 +84,9 @@ class Hits:
 
 
 def entry_bytes(config: OriginConfig) -> int:
-    """Bytes per stored shingle for this configuration: 14 + offset + neighbours + eviction."""
-    size = 6 + 8
+    """Bytes per stored shingle for this configuration: fingerprint (6, 4 or 3) + origin (8
+    or 4) + offset + neighbours + eviction; the paper's 14 to 18 with the default 6 + 8."""
+    size = config.fingerprint_bytes + config.origin_bytes
     if config.estimation in ("b", "be"):
         size += 1
     if config.estimation in ("e", "be"):
@@ -94,16 +106,27 @@ def _neighbour_bytes(fps: U64) -> tuple[U8, U8]:
 
 
 @numba.njit(cache=True)
+def _tags(fp: np.uint64, tag_hi: Any, tag_lo: Any) -> tuple[Any, Any]:  # pragma: no cover
+    """The stored parts of ``fp``: its low bits as wide as ``tag_lo``'s items, and the next
+    bits as wide as ``tag_hi``'s (6 bytes: 32 + 16, 4: 32 + 0, 3: 16 + 8)."""
+    lo_bits = np.uint64(8 * tag_lo.itemsize)
+    hi_bits = np.uint64(8 * tag_hi.itemsize)
+    lo = fp & ((np.uint64(1) << lo_bits) - np.uint64(1))
+    hi = (fp >> lo_bits) & ((np.uint64(1) << hi_bits) - np.uint64(1))
+    return lo, hi
+
+
+@numba.njit(cache=True)
 def _find(
     fp: np.uint64, nbuckets: int, bsize: int, tag_hi: U16, tag_lo: U32, fill: U8
 ) -> tuple[Any, Any, Any]:  # pragma: no cover - numba
     b = np.int64(((fp >> np.uint64(32)) * np.uint64(nbuckets)) >> np.uint64(32))
-    hi = np.uint16((fp >> np.uint64(32)) & np.uint64(0xFFFF))
-    lo = np.uint32(fp & np.uint64(0xFFFFFFFF))
+    lo, hi = _tags(fp, tag_hi, tag_lo)
     base = b * np.int64(bsize)
-    n = np.int64(fill[b])
+    n = min(np.int64(fill[b]), np.int64(bsize))  # a full LRU ring keeps its head above
+    wide = tag_hi.shape[0] > 0  # 4-byte fingerprints keep no high tag
     for i in range(n):
-        if tag_lo[base + i] == lo and tag_hi[base + i] == hi:
+        if tag_lo[base + i] == lo and (not wide or tag_hi[base + i] == hi):
             return b, base, np.int64(i)
     return b, base, np.int64(-1)
 
@@ -120,7 +143,8 @@ def _move(
     nxt: U8,
     score: U8,
 ) -> None:  # pragma: no cover - numba
-    tag_hi[dst] = tag_hi[src]
+    if tag_hi.shape[0] > 0:
+        tag_hi[dst] = tag_hi[src]
     tag_lo[dst] = tag_lo[src]
     origin[dst] = origin[src]
     if offset.shape[0] > 0:
@@ -165,11 +189,16 @@ def _probe_insert(
     has_off = offset.shape[0] > 0
     has_nb = prev.shape[0] > 0
     has_score = score.shape[0] > 0
+    wide = tag_hi.shape[0] > 0
+    # LRU keeps a full bucket as a ring (oldest first from ``head``), so evicting the oldest
+    # entry is O(1); the head is stored in the fill byte as bsize + head (bsize <= 128)
+    ring = policy == LRU and bsize <= 128
     nev = 0
     for j in range(m):
         fp = fps[j]
         b, base, slot = _find(fp, nbuckets, bsize, tag_hi, tag_lo, fill)
-        n = np.int64(fill[b])
+        n = min(np.int64(fill[b]), np.int64(bsize))
+        head = np.int64(fill[b]) - n
         if slot >= 0:
             e = base + slot
             found[j] = True
@@ -180,17 +209,20 @@ def _probe_insert(
                 f_prev[j] = prev[e]
                 f_next[j] = nxt[e]
             if policy == LRU:
-                # move to the end of the queue
-                hi_ = tag_hi[e]
+                # move to the end of the queue (logical position i is at (head + i) % bsize)
+                hi_ = np.uint64(tag_hi[e]) if wide else np.uint64(0)
                 lo_ = tag_lo[e]
                 or_ = origin[e]
                 of_ = offset[e] if has_off else np.uint8(0)
                 pv_ = prev[e] if has_nb else np.uint8(0)
                 nx_ = nxt[e] if has_nb else np.uint8(0)
-                for i in range(slot, n - 1):
-                    _move(base + i + 1, base + i, tag_hi, tag_lo, origin, offset, prev, nxt, score)
-                last = base + n - 1
-                tag_hi[last] = hi_
+                for i in range((slot - head) % bsize, n - 1):
+                    src = base + (head + i + 1) % bsize
+                    dst = base + (head + i) % bsize
+                    _move(src, dst, tag_hi, tag_lo, origin, offset, prev, nxt, score)
+                last = base + (head + n - 1) % bsize
+                if wide:
+                    tag_hi[last] = hi_
                 tag_lo[last] = lo_
                 origin[last] = or_
                 if has_off:
@@ -209,6 +241,11 @@ def _probe_insert(
         if n < bsize:
             e = base + n
             fill[b] = np.uint8(n + 1)
+        elif ring:  # the oldest entry is at the head: overwrite it, advance the head
+            e = base + head
+            evicted[nev] = origin[e]
+            nev += 1
+            fill[b] = np.uint8(bsize + (head + 1) % bsize)
         else:
             victim = choose_victim(policy, base, n, score, rng)
             evicted[nev] = origin[base + victim]
@@ -219,8 +256,10 @@ def _probe_insert(
                 e = base + n - 1
             else:
                 e = base + victim
-        tag_hi[e] = np.uint16((fp >> np.uint64(32)) & np.uint64(0xFFFF))
-        tag_lo[e] = np.uint32(fp & np.uint64(0xFFFFFFFF))
+        lo, hi = _tags(fp, tag_hi, tag_lo)
+        if wide:
+            tag_hi[e] = hi
+        tag_lo[e] = lo
         origin[e] = own
         if has_off:
             offset[e] = np.uint8(j & 255)
@@ -279,10 +318,18 @@ class BucketTable:
         has_off = config.estimation in ("b", "be")
         has_nb = config.estimation in ("e", "be")
         has_score = config.eviction in ("copycount", "lucky")
+        # (high tag dtype, its length, low tag dtype) for 6, 4 and 3 fingerprint bytes
+        hi_dtype, hi_n, lo_dtype = {
+            6: (np.uint16, n, np.uint32), 4: (np.uint16, 0, np.uint32), 3: (np.uint8, n, np.uint16)
+        }[config.fingerprint_bytes]  # fmt: skip
+        self._layout = {
+            "tag_hi": (hi_dtype, hi_n), "tag_lo": (lo_dtype, n),
+            "origin": (np.uint32 if config.origin_bytes == 4 else np.int64, n),
+        }  # fmt: skip
         if arrays is None:
-            self.tag_hi = np.zeros(n, dtype=np.uint16)
-            self.tag_lo = np.zeros(n, dtype=np.uint32)
-            self.origin = np.zeros(n, dtype=np.int64)
+            self.tag_hi = np.zeros(hi_n, dtype=hi_dtype)
+            self.tag_lo = np.zeros(n, dtype=lo_dtype)
+            self.origin = np.zeros(n, dtype=self._layout["origin"][0])
             self.offset = np.zeros(n if has_off else 0, dtype=np.uint8)
             self.prev = np.zeros(n if has_nb else 0, dtype=np.uint8)
             self.next = np.zeros(n if has_nb else 0, dtype=np.uint8)
@@ -295,7 +342,7 @@ class BucketTable:
 
     def _restore(self, arrays: dict[str, Any], n: int, off: bool, nb: bool, sc: bool) -> None:
         expected = {
-            "tag_hi": (np.uint16, n), "tag_lo": (np.uint32, n), "origin": (np.int64, n),
+            **self._layout,
             "offset": (np.uint8, n if off else 0), "prev": (np.uint8, n if nb else 0),
             "next": (np.uint8, n if nb else 0), "score": (np.uint8, n if sc else 0),
             "fill": (np.uint8, self.nbuckets), "rng": (np.uint64, 1),
@@ -319,12 +366,14 @@ class BucketTable:
     @property
     def stored(self) -> int:
         """Number of shingles currently stored."""
-        return int(self.fill.sum(dtype=np.int64))
+        return int(np.minimum(self.fill, self.bucket_size).sum(dtype=np.int64))
 
     def probe(self, fps: U64, own: int, insert: BOOL | None = None) -> tuple[Hits, I64]:
         """Look up / insert each fingerprint in order; returns hits and evicted origins.
 
         ``insert`` (optional, one bool per fingerprint): store only those misses."""
+        if self.config.origin_bytes == 4 and own >= 1 << 32:
+            raise CapacityError("origin_bytes=4 stores 4-byte origins: at most 2^32 documents")
         m = fps.shape[0]
         found = np.zeros(m, dtype=np.bool_)
         origin = np.full(m, own, dtype=np.int64)
