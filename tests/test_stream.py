@@ -27,6 +27,7 @@ from neardup.errors import (
 from neardup.index.lsh import LSHIndexConfig
 from neardup.records import Article
 from neardup.similarity import containment, jaccard
+from neardup.similarity.overlap import overlap, prepare, sequence_containment
 from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import shingle_hashes
 from neardup.sketch.simhash import SimHashConfig, sign_simhash
@@ -83,18 +84,47 @@ def planted_stream(docs: list[dict[str, Any]], copies: int, seed: int) -> list[d
 # --- the brute-force oracle ---------------------------------------------------------------
 
 
-def verdict(new: Any, old: Any, cfg: StreamConfig) -> str | None:
+def verdict(
+    new: Any, old: Any, cfg: StreamConfig, new_text: str = "", old_text: str = ""
+) -> str | None:
     """The verified rule, from exact set operations: duplicate when the new article is mostly
     in the stored one and covers enough of it (or Jaccard is high), similar when one of the
-    two overlaps is high enough, else unrelated (``None``)."""
+    two overlaps is high enough, else unrelated (``None``).  ``verify="overlap"``: once the
+    shingles overlap at all, the duplicate test is the full word overlap (no ``decide``
+    short cut) and the sequence containment."""
     j = jaccard(new, old)
     in_old, in_new = containment(new, old), containment(old, new)
     shared = len(set(new.tolist()) & set(old.tolist()))
-    if j >= cfg.duplicate_min_jaccard or (
+    dup = j >= cfg.duplicate_min_jaccard or (
         in_old >= cfg.duplicate_min_containment
         and in_new >= cfg.duplicate_min_coverage
         and shared >= cfg.duplicate_min_shared
+    )
+    fast = (
+        cfg.overlap_accept_containment is not None
+        and in_old >= cfg.overlap_accept_containment
+        and in_new >= cfg.overlap_min_coverage
+        and shared >= cfg.duplicate_min_shared
+    )
+    if (
+        cfg.verify == "overlap"
+        and max(in_old, in_new) >= cfg.overlap_min_shingle_overlap
+        and not fast
     ):
+        o = overlap(old_text, new_text, cfg.overlap)
+        q = sequence_containment(
+            prepare(old_text, cfg.overlap),
+            prepare(new_text, cfg.overlap),
+            cfg.overlap_sequence_width,
+            cfg.overlap,
+        )
+        dup = (
+            o.coverage >= cfg.overlap_min_coverage
+            and o.added <= cfg.overlap_max_added
+            and (o.stored_matched >= cfg.overlap_min_matched or j >= cfg.duplicate_min_jaccard)
+            and q >= cfg.overlap_min_sequence
+        )
+    if dup:
         return "duplicate"
     return "similar" if max(in_old, in_new) >= cfg.similar_min_overlap else None
 
@@ -102,6 +132,8 @@ def verdict(new: Any, old: Any, cfg: StreamConfig) -> str | None:
 def lsh_collide(a: Any, b: Any, cfg: StreamConfig) -> bool:
     """Brute-force banding: some band of ``rows`` MinHash values is equal in both."""
     bands, rows = LSHIndexConfig(num_perm=cfg.lsh_num_perm, threshold=cfg.lsh_threshold).band_layout
+    if np.count_nonzero(a == b) < cfg.lsh_min_score * cfg.lsh_num_perm:
+        return False
     return any(
         np.array_equal(a[i * rows : (i + 1) * rows], b[i * rows : (i + 1) * rows])
         for i in range(bands)
@@ -126,14 +158,14 @@ def oracle(stream: list[dict[str, Any]], cfg: StreamConfig) -> dict[str, dict[st
             d = bin(fp ^ c["fp"]).count("1")
             if d > cfg.similar_max_distance and not (lsh and lsh_collide(mh, c["mh"], cfg)):
                 continue
-            v = verdict(sh, c["sh"], cfg)
+            v = verdict(sh, c["sh"], cfg, doc["text"], c["text"])
             if v is None:
                 continue
             found.append(
                 (0 if v == "duplicate" else 1, -round(jaccard(sh, c["sh"]), 6), d, c["id"], c)
             )
         found.sort(key=lambda f: f[:4])
-        me = {"id": doc["id"], "fp": fp, "sh": sh, "mh": mh, "key": key}
+        me = {"id": doc["id"], "fp": fp, "sh": sh, "mh": mh, "key": key, "text": doc["text"]}
         status, dup_of = "new", None
         rest = found
         if found and found[0][0] == 0:
@@ -518,7 +550,7 @@ def test_lsh_candidates_add_verified_duplicates(
             assert m.jaccard == pytest.approx(jaccard(a, b), abs=1e-6)
             assert m.containment == pytest.approx(containment(a, b), abs=1e-6)
             assert m.coverage == pytest.approx(containment(b, a), abs=1e-6)
-            assert m.verdict == verdict(a, b, cfg)
+            assert m.verdict == verdict(a, b, cfg, texts[doc_id], texts[m.id])
     assert far >= 1
     ckpt.unlink()
     s = NewsStream(open_store(str(tmp_path / "l.db")), cfg, checkpoint_path=ckpt)

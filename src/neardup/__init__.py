@@ -9,7 +9,8 @@ The API follows the data flow::
     text        tokenize, sentence_spans, TextConfig
     signatures  sign, Signature, <Scheme>Config, IdfTable, build_idf_table,
                 estimate_jaccard, hamming_distance
-    similarity  jaccard, containment, bottomk_jaccard, longest_common_substring
+    similarity  jaccard, containment, bottomk_jaccard, longest_common_substring,
+                align_passages, AlignmentConfig, AlignedPassage
     indexes     HammingIndex, LSHIndex (+ configs)
     detectors   dedup_result_set (seed 000), NewsIndex (ingest / similar / events, seed 003),
                 OriginDetector (seed 004), dedup (batch corpus dedup, local or Dask)
@@ -55,7 +56,10 @@ _EXPORTS: dict[str, str] = {
     "hamming_distance": "neardup.sketch",
     "sign": "neardup.sketch",
     # similarity
+    "AlignedPassage": "neardup.similarity",
+    "AlignmentConfig": "neardup.similarity",
     "CommonSubstring": "neardup.similarity",
+    "align_passages": "neardup.similarity",
     "bottomk_jaccard": "neardup.similarity",
     "containment": "neardup.similarity",
     "jaccard": "neardup.similarity",
@@ -83,6 +87,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AlignedPassage",
+    "AlignmentConfig",
     "Article",
     "AuthError",
     "CapacityError",
@@ -122,6 +128,7 @@ __all__ = [
     "StreamConfig",
     "TextConfig",
     "__version__",
+    "align_passages",
     "bottomk_jaccard",
     "build_idf_table",
     "containment",
@@ -174,7 +181,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from neardup.index import HammingIndex, HammingIndexConfig, LSHIndex, LSHIndexConfig
     from neardup.records import Article
     from neardup.similarity import (
+        AlignedPassage,
+        AlignmentConfig,
         CommonSubstring,
+        align_passages,
         bottomk_jaccard,
         containment,
         jaccard,

@@ -16,7 +16,8 @@ calls it and prints.
 * ``eval clusters PREDICTED --gold GOLD``: ARI and B-cubed of a predicted clustering (e.g.
   ``neardup dedup`` output) against gold groups (e.g. ``neardup synth`` docs).
 * ``eval origin`` / ``eval alignment``: hooks into :mod:`neardup.evaluation.origin` and
-  :mod:`neardup.evaluation.alignment` (loaded lazily; a clear error if not available).
+  :mod:`neardup.evaluation.alignment` (loaded lazily; a clear error if not available);
+  ``eval alignment --method passages|origin --split all|tune|test`` scores one PAN13 aligner.
 * ``eval stream``: the news stream's decisions on the Reuters perturbation benchmark
   (:mod:`neardup.evaluation.stream_quality`; the report's section 6).
 
@@ -390,23 +391,50 @@ def origin_cmd(out_dir: Path, data_dir: Path | None, quick: bool) -> None:
     click.echo(f"wrote {out_dir / 'results.md'} and {out_dir / 'results.json'}", err=True)
 
 
-# HOOK (eval alignment): neardup.evaluation.alignment.evaluate_alignment(data_dir, limit=)
-# -> {category: AlignmentScore}: character-level precision/recall/F1 of the copied passages
-# origin detection finds in PAN13 (written by the origin helper).
+# HOOK (eval alignment): neardup.evaluation.alignment.evaluate_alignment(data_dir, limit=,
+# method=, split=) -> {category: AlignmentScore}: character-level precision/recall/F1 of the
+# passages an aligner finds in PAN13 (suspicious side) and, for "passages", the PAN measures.
 @eval_group.command("alignment")
 @_data_option("The shared data folder (default: ../shared/data).")
 @click.option("--limit", type=int, default=None, help="At most this many pairs per category.")
+@click.option(
+    "--method",
+    type=click.Choice(["passages", "origin"]),
+    default="passages",
+    show_default=True,
+    help="passages: align_passages (PAN 2014 seed-and-extend); origin: origin detection.",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["all", "tune", "test"]),
+    default="all",
+    show_default=True,
+    help="Score only the tuning or the held-out half of the pairs (stable hash of the ids).",
+)
 @_json_option()
-def alignment_cmd(data_dir: Path | None, limit: int | None, as_json: bool) -> None:
+def alignment_cmd(
+    data_dir: Path | None, limit: int | None, method: str, split: str, as_json: bool
+) -> None:
     """Character-level passage alignment quality on PAN13, per obfuscation category."""
-    scores = _hook("alignment", "evaluate_alignment")(data_dir, limit=limit)
+    scores = _hook("alignment", "evaluate_alignment")(
+        data_dir, limit=limit, method=method, split=split
+    )
     plain = {c: s.to_dict() for c, s in scores.items()}
-    lines = [f"{'category':28} {'pairs':>6} {'P':>7} {'R':>7} {'F1':>7}"]
+    lines = [
+        f"{'category':28} {'pairs':>6} {'P':>7} {'R':>7} {'F1':>7} | {'PAN P':>7} {'PAN R':>7}"
+        f" {'gran':>6} {'plagdet':>7} {'ms/pair':>8}"
+    ]
     for c, v in plain.items():
-        lines.append(
-            f"{c:28} {v['pairs']:6} {v['precision']:7.3f} {v['recall']:7.3f} {v['f1']:7.3f}"
+        pan = " ".join(
+            "      -" if v.get(k) is None else f"{v[k]:7.3f}"
+            for k in ("pan_precision", "pan_recall", "granularity", "plagdet")
         )
-    _emit({"categories": plain}, as_json, "\n".join(lines))
+        ms = "       -" if v.get("ms_per_pair") is None else f"{v['ms_per_pair']:8.1f}"
+        lines.append(
+            f"{c:28} {v['pairs']:6} {v['precision']:7.3f} {v['recall']:7.3f} {v['f1']:7.3f} |"
+            f" {pan} {ms}"
+        )
+    _emit({"method": method, "split": split, "categories": plain}, as_json, "\n".join(lines))
 
 
 @eval_group.command("stream")

@@ -90,10 +90,11 @@ def _parse(line_no: int, raw: bytes) -> dict[str, Any] | InputError | None:
 )
 @click.option(
     "--verify",
-    type=click.Choice(["none", "shingles", "lcs"]),
-    default="shingles",
+    type=click.Choice(["none", "shingles", "lcs", "overlap"]),
+    default="overlap",
     show_default=True,
-    help="Verification of candidates (none: seed 003's SimHash distance rule).",
+    help="Verification of candidates (overlap: word overlap robust to spelling noise; "
+    "none: seed 003's SimHash distance rule).",
 )
 @click.option(
     "--candidates",

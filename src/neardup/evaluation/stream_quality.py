@@ -363,13 +363,20 @@ class PairEvidence:
 
 
 def _lsh_shared_band(
-    a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64], bands: int, rows: int
+    a: npt.NDArray[np.uint64],
+    b: npt.NDArray[np.uint64],
+    bands: int,
+    rows: int,
+    min_score: float = 0.0,
 ) -> bool:
     """Whether two MinHash signatures share a whole band (band ``i`` = values
-    ``[i * rows, (i + 1) * rows)``, as :class:`~neardup.index.lsh.LSHIndex` bands them)."""
+    ``[i * rows, (i + 1) * rows)``, as :class:`~neardup.index.lsh.LSHIndex` bands them) and
+    at least ``min_score`` of all their values are equal (the stream's ``lsh_min_score``)."""
     if (
         not a.size or not b.size
     ):  # an article without shingles has no MinHash (never an LSH candidate)
+        return False
+    if min_score and np.count_nonzero(a == b) / a.size < min_score:
         return False
     n = bands * rows
     same = a[:n].reshape(bands, rows) == b[:n].reshape(bands, rows)
@@ -413,7 +420,7 @@ def pair_evidence(
         if position is not None and position.get(a, -1) > position.get(b, -1):
             a, b = b, a
         dist.append((fp[a] ^ fp[b]).bit_count())
-        lsh.append(_lsh_shared_band(mh[a], mh[b], bands, rows))
+        lsh.append(_lsh_shared_band(mh[a], mh[b], bands, rows, config.lsh_min_score))
         x, y = sh[a], sh[b]
         # Same arithmetic as NewsStream._verify (empty sets included).
         inter = int(np.intersect1d(x, y, assume_unique=True).size) if x.size and y.size else 0
@@ -450,14 +457,14 @@ def what_if(
     c, v = config.duplicate_min_containment, config.duplicate_min_coverage
     s, jt = config.duplicate_min_shared, config.duplicate_min_jaccard
     rules = {
-        "stream rule, SimHash + LSH candidates (defaults)": evidence.verified(
+        "shingle rule, SimHash + LSH candidates": evidence.verified(
             config, candidates="simhash+lsh"
         ),
-        'stream rule, SimHash candidates only (`candidates="simhash"`)': evidence.verified(
+        'shingle rule, SimHash candidates only (`candidates="simhash"`)': evidence.verified(
             config, candidates="simhash"
         ),
-        "stream rule, every pair a candidate": evidence.verified(config, candidates="all"),
-        "stream rule without the shared-shingle minimum": evidence.verified(
+        "shingle rule, every pair a candidate": evidence.verified(config, candidates="all"),
+        "shingle rule without the shared-shingle minimum": evidence.verified(
             config, candidates="simhash+lsh", min_shared=0
         ),
         f"containment >= {c} and coverage >= {v} and >= {s} shared only (no Jaccard route)": (
@@ -648,6 +655,13 @@ def _stream_config_dict(scfg: StreamConfig) -> dict[str, Any]:
         "duplicate_min_shared": scfg.duplicate_min_shared,
         "similar_min_overlap": scfg.similar_min_overlap,
         "lcs_min_ratio": scfg.lcs_min_ratio,
+        "lsh_min_score": scfg.lsh_min_score,
+        "overlap_min_coverage": scfg.overlap_min_coverage,
+        "overlap_max_added": scfg.overlap_max_added,
+        "overlap_min_matched": scfg.overlap_min_matched,
+        "overlap_min_shingle_overlap": scfg.overlap_min_shingle_overlap,
+        "overlap_min_sequence": scfg.overlap_min_sequence,
+        "overlap_sequence_width": scfg.overlap_sequence_width,
     }
 
 
@@ -727,14 +741,19 @@ def _losses(
     gold: Mapping[str, Sequence[str]],
     edits: Sequence[str],
     scfg: StreamConfig,
+    verdicts: Sequence[str] | None = None,
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Per label rule, by edit type, from the pair evidence under ``scfg`` (verified rules
     only): gold duplicates never candidates, gold duplicates candidates but rejected by
-    verification, and non-duplicates verified as duplicates."""
-    if scfg.verify != "shingles":
+    verification, and non-duplicates verified as duplicates.  ``verify="overlap"`` needs the
+    texts, so the stream's own pair ``verdicts`` stand for the verification there."""
+    if scfg.verify == "shingles":
+        dup = evidence.verified(scfg)
+    elif scfg.verify == "overlap" and verdicts is not None:
+        dup = np.array(verdicts) == "duplicate"
+    else:
         return {}
     cand = evidence.candidate(scfg)
-    dup = evidence.verified(scfg)
     e = np.array(edits)
     out: dict[str, dict[str, dict[str, int]]] = {}
     for rule, labels in gold.items():
@@ -754,6 +773,8 @@ def default_variants() -> dict[str, StreamConfig]:
     003's raw SimHash rule (``verify="none"``)."""
     return {
         "default": StreamConfig(),
+        # The defaults before the word-overlap rule (docs/stream.md, issue 7).
+        "previous default": StreamConfig(verify="shingles", lsh_threshold=0.2),
         "candidates=simhash": StreamConfig(candidates="simhash"),
         "verify=none": StreamConfig(verify="none"),
     }
@@ -791,10 +812,16 @@ def stream_quality(
     texts = {str(d["id"]): str(d["text"]) for d in result.docs}
     position = {str(d["id"]): i for i, d in enumerate(order)}
     # Evidence depends only on the signers and the LSH layout: one per distinct setting.
-    cache: dict[tuple[str, str, int, float], PairEvidence] = {}
+    cache: dict[tuple[str, str, int, float, float], PairEvidence] = {}
 
     def evidence_for(c: StreamConfig) -> PairEvidence:
-        key = (c.simhash.scheme_id, c.shingles.scheme_id, c.lsh_num_perm, c.lsh_threshold)
+        key = (
+            c.simhash.scheme_id,
+            c.shingles.scheme_id,
+            c.lsh_num_perm,
+            c.lsh_threshold,
+            c.lsh_min_score,
+        )
         if key not in cache:
             cache[key] = pair_evidence(result.pairs, texts, c, position)
         return cache[key]
@@ -836,7 +863,9 @@ def stream_quality(
         "offline_agreement": agreement,
         "candidate_gate": _candidate_gate(evidence, gold, scfg),
         "what_if": what_if(evidence, gold, scfg),
-        "losses": _losses(evidence, gold, [str(p["edit"]) for p in result.pairs], scfg),
+        "losses": _losses(
+            evidence, gold, [str(p["edit"]) for p in result.pairs], scfg, verdicts[first]
+        ),
         "best": best,
         "curves": curves,
     }
@@ -876,7 +905,25 @@ def describe_rule(sc: Mapping[str, Any]) -> str:
     if sc["candidates"] == "simhash+lsh":
         cand += (
             f" plus MinHash LSH ({sc['lsh_num_perm']} permutations, bands for threshold "
-            f"{sc['lsh_threshold']}: {sc['lsh_bands']} bands of {sc['lsh_rows']} rows)"
+            f"{sc['lsh_threshold']}: {sc['lsh_bands']} bands of {sc['lsh_rows']} rows"
+        )
+        min_score = sc.get("lsh_min_score", 0.0)
+        if min_score:
+            cand += f", at least {round(min_score * sc['lsh_num_perm'])} equal values"
+        cand += ")"
+    if sc["verify"] == "overlap":
+        return (
+            f"{cand}; once the shingle sets overlap enough (max(containment, coverage) >= "
+            f"{sc['overlap_min_shingle_overlap']}), duplicate when the new article keeps >= "
+            f"{sc['overlap_min_coverage']} of the stored article's words and adds <= "
+            f"{sc['overlap_max_added']} of its own (word bags, misspelt words matched within "
+            f"one delete, edge packaging such as boilerplate lines peeled; at least "
+            f"{sc['overlap_min_matched']} words matched or shingle Jaccard >= "
+            f"{sc['duplicate_min_jaccard']}) and >= {sc['overlap_min_sequence']} of its "
+            f"corrected word {sc['overlap_sequence_width']}-grams are in the stored one; "
+            f"similar when not a duplicate but max(containment, coverage) of the shingles >= "
+            f"{sc['similar_min_overlap']}; otherwise unrelated (without stored text the "
+            f"shingle rule decides)"
         )
     lcs = (
         f', and (`verify="lcs"`) a common substring of >= {sc["lcs_min_ratio"]} of the shorter text'
@@ -1067,6 +1114,14 @@ def _render_per_edit(r: Mapping[str, Any], add: Any) -> None:
     )
 
 
+_OFFLINE_NOTE = (
+    'These offline figures are of the shingle rule (`verify="shingles"`, the thresholds '
+    "it keeps in the default configuration) behind the default candidates.  The default "
+    'rule, `verify="overlap"`, needs the texts: its figures are the stream\'s own (the '
+    "variants above) and `benchmarks/bench_stream_overlap.py` (docs/stream.md).\n"
+)
+
+
 def _render_curves(r: Mapping[str, Any], sc: Mapping[str, Any], image: str, add: Any) -> None:
     add("### Threshold curves of the duplicate decision\n")
     add(
@@ -1080,6 +1135,8 @@ def _render_curves(r: Mapping[str, Any], sc: Mapping[str, Any], image: str, add:
         "(the defaults were chosen on a tuning half and checked on a held-out half: "
         "docs/stream.md).\n"
     )
+    if sc.get("verify") == "overlap":
+        add(_OFFLINE_NOTE)
     add(
         "| rule | defaults (P/R/F1) | SimHash candidates only | every pair a candidate | "
         f"raw d <= {sc['duplicate_max_distance']} | best raw d | best containment thr (F1) | "
@@ -1110,6 +1167,8 @@ def _render_what_if(r: Mapping[str, Any], sc: Mapping[str, Any], add: Any) -> No
         "alone, no shared-shingle minimum, the previous symmetric rule, the editorial label's "
         "two conditions put on shingles, and seed 003's raw distance rule.\n"
     )
+    if sc.get("verify") == "overlap":
+        add(_OFFLINE_NOTE)
     rules_wi = list(next(iter(wi.values())))
     add("| decision rule | " + " | ".join(f"P/R/F1 ({rl})" for rl in rules_wi) + " |")
     add("|---" * (len(rules_wi) + 1) + "|")

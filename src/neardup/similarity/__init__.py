@@ -5,12 +5,29 @@
   (seed 000).
 * :mod:`neardup.similarity.substring`: :func:`longest_common_substring` of two texts or token
   sequences by suffix array + LCP (seed 002).
+* :mod:`neardup.similarity.alignment`: :func:`align_passages`, the passages of a suspicious
+  text aligned with a source text as character spans on both sides (seed-and-extend text
+  alignment of Sanchez-Perez, Sidorov & Gelbukh, PAN 2014), with :class:`AlignmentConfig`.
+* :mod:`neardup.similarity.overlap`: :func:`overlap`, directed word overlap robust to
+  spelling noise (coverage of the stored text, share added by the new one; seed 000).
 
 See ``docs/similarity.md``.
 """
 
 from __future__ import annotations
 
+from neardup.similarity.alignment import (
+    AlignedPassage,
+    AlignmentConfig,
+    PreparedText,
+    UnitPairs,
+    align_pair,
+    align_passages,
+    align_prepared,
+    prepare_text,
+    unit_pairs,
+)
+from neardup.similarity.overlap import Overlap, OverlapConfig, overlap
 from neardup.similarity.sets import (
     as_sorted_set,
     bottomk_at_least,
@@ -22,7 +39,16 @@ from neardup.similarity.sets import (
 from neardup.similarity.substring import CommonSubstring, longest_common_substring
 
 __all__ = [
+    "AlignedPassage",
+    "AlignmentConfig",
     "CommonSubstring",
+    "Overlap",
+    "OverlapConfig",
+    "PreparedText",
+    "UnitPairs",
+    "align_pair",
+    "align_passages",
+    "align_prepared",
     "as_sorted_set",
     "bottomk_at_least",
     "bottomk_jaccard",
@@ -30,4 +56,7 @@ __all__ = [
     "jaccard",
     "longest_common_substring",
     "need_table",
+    "overlap",
+    "prepare_text",
+    "unit_pairs",
 ]

@@ -1,0 +1,623 @@
+"""Pairwise passage alignment: which passages of a suspicious text come from a source text.
+
+The method is the seed-and-extend text alignment of Sanchez-Perez, Sidorov & Gelbukh, "A
+Winning Approach to Text Alignment for Text Reuse Detection at PAN 2014" (CLEF 2014 working
+notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
+
+1. **Units.**  Both texts are split into sentences (:func:`neardup.text.sentence_spans`),
+   tokenised, stop words dropped and stemmed (:func:`neardup.text.tokenize`); a sentence with
+   fewer than ``min_sentence_words`` tokens is joined to the next one.  Every unit keeps its
+   character span in the original text, so results are character offsets into it.
+2. **Seeding.**  Each unit is a tf-isf vector (term frequency times the inverse *sentence*
+   frequency over the units of both texts).  A pair of units (suspicious, source) is a seed
+   when both its cosine exceeds ``seed_cosine`` and the Dice coefficient of the two sets of
+   terms exceeds ``seed_dice``.  Because the measures ignore order and survive some changed
+   words, seeds survive word shuffles, insertions, deletions and synonym replacement, which
+   break exact n-gram matches.
+3. **Extension.**  Seeds are clustered: sorted by their suspicious-side unit, split wherever
+   more than ``max_gap_units`` units lie between two neighbours, then the same on the source
+   side, alternating until nothing splits.  A cluster spans from its first to its last unit
+   on each side; it is kept when the cosine of the two spans (sum of their unit vectors)
+   exceeds ``validation_cosine``, else it is re-clustered with a gap one smaller (down to 0).
+4. **Boundaries** (our addition, tuned on half of PAN13).  Copies rarely start and end at
+   sentence boundaries, so the first and last unit of a passage are trimmed to the first /
+   last word ``boundary_ngram``-gram found in the other side's span when at least
+   ``verbatim_share`` of the passage's n-grams are shared (a near-verbatim copy), else to the
+   first / last shared word (``boundary_ngram_low``); a boundary moves only when words are
+   dropped, so a copy of whole sentences keeps its exact sentence span.
+5. **Filtering.**  Of two passages overlapping on the suspicious side the one with the higher
+   span similarity is kept (ties: the longer); passages shorter than ``min_passage_chars`` on
+   either side are dropped.
+
+Optionally (``summary_max_gap_units`` > 0) the paper's adaptive summary mode runs a second
+extension with a wide gap when the passages found are much shorter on the suspicious side than
+on the source side (a summary), and keeps the result with more suspicious characters.
+
+Guarantees: pure and deterministic (no hashing at all: terms are compared as strings, every
+sort has a total key); approximate in the sense of the paper (a heuristic aligner, measured on
+PAN13 in ``docs/eval.md``); seeding runs an inverted index per block of 256 x 256 units
+(time proportional to the number of (unit, unit, shared term) triples, memory bounded by the
+block size beyond the sparse unit vectors, which are linear in the texts); texts longer than
+``max_text_chars`` raise :class:`~neardup.errors.InputTooLargeError`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import itertools
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from neardup.config import Config, check_int, check_range
+from neardup.errors import ConfigError, InputTooLargeError
+from neardup.text import TextConfig, Tokens, ensure_text, sentence_spans, tokenize
+
+__all__ = [
+    "AlignedPassage",
+    "AlignmentConfig",
+    "PreparedText",
+    "UnitPairs",
+    "align_pair",
+    "align_passages",
+    "align_prepared",
+    "prepare_text",
+    "unit_pairs",
+]
+
+_FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+
+# Units per block on each side when pairing units: bounds the seeding's working memory.
+_BLOCK_ROWS = 256
+
+
+def _default_text_config() -> TextConfig:
+    # The paper removes stop words and stems (Porter; Snowball English here).
+    return TextConfig(drop_stop_words=True, stem=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class AlignmentConfig(Config):
+    """Parameters of :func:`align_passages` (steps in the module docstring).
+
+    The defaults were chosen on the tuning half of PAN13 (``docs/eval.md``); the paper's own
+    values are ``seed_cosine=0.33, seed_dice=0.33, max_gap_units=4, validation_cosine=0.34,
+    min_passage_chars=150`` without boundary trimming (``boundary_ngram=0,
+    boundary_ngram_low=0``).  ``summary_max_gap_units`` > 0 turns on the paper's summary
+    mode: when the suspicious side of the passages found is shorter than
+    ``summary_length_ratio`` times their source side, extension is redone with that gap and
+    kept if it covers more suspicious characters.
+    """
+
+    SCHEME = "alignment"
+
+    text: TextConfig = dataclasses.field(default_factory=_default_text_config)
+    min_sentence_words: int = 3
+    seed_cosine: float = 0.2
+    seed_dice: float = 0.25
+    max_gap_units: int = 2
+    validation_cosine: float = 0.4
+    min_passage_chars: int = 100
+    boundary_ngram: int = 3
+    boundary_ngram_low: int = 1
+    verbatim_share: float = 0.4
+    summary_max_gap_units: int = 0
+    summary_length_ratio: float = 0.5
+    max_text_chars: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, TextConfig):
+            raise ConfigError(f"text must be a TextConfig, got {type(self.text).__name__}")
+        check_int("min_sentence_words", self.min_sentence_words, low=1, high=1000)
+        check_range("seed_cosine", self.seed_cosine, low=0.0, high=1.0)
+        check_range("seed_dice", self.seed_dice, low=0.0, high=1.0)
+        check_int("max_gap_units", self.max_gap_units, low=0, high=10_000)
+        check_range("validation_cosine", self.validation_cosine, low=0.0, high=1.0)
+        check_int("min_passage_chars", self.min_passage_chars, low=0)
+        check_int("boundary_ngram", self.boundary_ngram, low=0, high=16)
+        check_int("boundary_ngram_low", self.boundary_ngram_low, low=0, high=16)
+        check_range("verbatim_share", self.verbatim_share, low=0.0, high=1.0)
+        check_int("summary_max_gap_units", self.summary_max_gap_units, low=0, high=10_000)
+        check_range("summary_length_ratio", self.summary_length_ratio, low=0.0, high=1.0)
+        check_int("max_text_chars", self.max_text_chars, low=1)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AlignedPassage:
+    """A passage of the suspicious text (``this_*``) aligned with one of the source.
+
+    Offsets and lengths are in characters of the original texts (the PAN ``feature`` fields);
+    ``similarity`` is the cosine of the two passages' tf-isf vectors.
+    """
+
+    this_offset: int
+    this_length: int
+    source_offset: int
+    source_length: int
+    similarity: float
+
+    @property
+    def this_end(self) -> int:
+        """End (exclusive) of the suspicious passage."""
+        return self.this_offset + self.this_length
+
+    @property
+    def source_end(self) -> int:
+        """End (exclusive) of the source passage."""
+        return self.source_offset + self.source_length
+
+    def to_dict(self) -> dict[str, Any]:
+        """The PAN feature fields plus ``similarity``."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedText:
+    """A text cut into units: character spans and the term counts of each unit."""
+
+    length: int
+    spans: tuple[tuple[int, int], ...]
+    terms: tuple[Counter[str], ...]
+    tokens: tuple[Tokens, ...]
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+
+def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedText:
+    """Units of ``text`` (step 1): sentences joined until each has ``min_sentence_words``
+    tokens; a trailing short unit joins the previous one.  Units without tokens are dropped.
+
+    Deterministic; linear in the text length.  Raises ``InputTooLargeError`` above
+    ``max_text_chars`` and ``InputTypeError`` for non-``str`` input.
+    """
+    text = ensure_text(text)
+    cfg = config or AlignmentConfig()
+    if len(text) > cfg.max_text_chars:
+        raise InputTooLargeError(
+            f"text has {len(text)} characters, more than max_text_chars={cfg.max_text_chars}"
+        )
+    spans: list[tuple[int, int]] = []
+    units: list[Tokens] = []
+    pending: tuple[int, Tokens] | None = None  # start and tokens of a short unit so far
+    # Tokenise once and hand each sentence the tokens that start inside it: tokens never
+    # cross a sentence boundary (boundaries are punctuation or white space), so this equals
+    # tokenising each sentence on its own (tested), at a fraction of the calls.
+    whole = tokenize(text, cfg.text)
+    for start, end in sentence_spans(text):
+        lo, hi = bisect.bisect_left(whole.starts, start), bisect.bisect_left(whole.starts, end)
+        toks = Tokens(whole.forms[lo:hi], whole.starts[lo:hi], whole.ends[lo:hi])
+        if pending is not None:
+            start, toks = pending[0], _joined(pending[1], toks)
+            pending = None
+        if len(toks) < cfg.min_sentence_words:
+            pending = (start, toks)
+            continue
+        spans.append((start, end))
+        units.append(toks)
+    if pending is not None and len(pending[1]):
+        if spans:  # a short tail joins the unit before it
+            spans[-1] = (spans[-1][0], len(text.rstrip()))
+            units[-1] = _joined(units[-1], pending[1])
+        else:
+            spans.append((pending[0], len(text.rstrip())))
+            units.append(pending[1])
+    terms = tuple(Counter(u.forms) for u in units)
+    return PreparedText(len(text), tuple(spans), terms, tuple(units))
+
+
+def _joined(a: Tokens, b: Tokens) -> Tokens:
+    return Tokens(a.forms + b.forms, a.starts + b.starts, a.ends + b.ends)
+
+
+def align_passages(
+    source: str, suspicious: str, config: AlignmentConfig | None = None
+) -> list[AlignedPassage]:
+    """Passages of ``suspicious`` that come from ``source``, sorted by suspicious offset.
+
+    Sanchez-Perez, Sidorov & Gelbukh (PAN 2014) seed-and-extend alignment (module
+    docstring).  Empty or token-less texts give ``[]``.  Deterministic.
+    """
+    cfg = config or AlignmentConfig()
+    return align_prepared(prepare_text(source, cfg), prepare_text(suspicious, cfg), cfg)
+
+
+def align_prepared(
+    source: PreparedText, suspicious: PreparedText, config: AlignmentConfig | None = None
+) -> list[AlignedPassage]:
+    """:func:`align_passages` on texts already cut by :func:`prepare_text` (with the same
+    config), so a document used in many pairs is prepared once."""
+    cfg = config or AlignmentConfig()
+    return align_pair(unit_pairs(source, suspicious, cfg.seed_cosine, cfg.seed_dice), cfg)
+
+
+def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[AlignedPassage]:
+    """Steps 3 to 5 (extension, boundaries, filtering) on the seeds of ``pairs`` that pass
+    the config's ``seed_cosine`` and ``seed_dice``; those must not be below the floors
+    ``pairs`` was built with (``ConfigError``).  One :func:`unit_pairs` serves many configs
+    (tuning)."""
+    cfg = config or AlignmentConfig()
+    if cfg.seed_cosine < pairs.min_cosine or cfg.seed_dice < pairs.min_dice:
+        raise ConfigError(
+            f"seed thresholds ({cfg.seed_cosine}, {cfg.seed_dice}) are below the floors the "
+            f"unit pairs were built with ({pairs.min_cosine}, {pairs.min_dice})"
+        )
+    keep = (pairs.cosine > cfg.seed_cosine) & (pairs.dice > cfg.seed_dice)
+    seeds = list(zip(pairs.rows[keep].tolist(), pairs.cols[keep].tolist(), strict=True))
+    if not seeds:
+        return []
+    model = pairs.model
+    passages = _filter(model, _extend(model, seeds, cfg.max_gap_units, cfg), cfg)
+    if cfg.summary_max_gap_units and _looks_like_summary(passages, cfg):
+        wide = _filter(model, _extend(model, seeds, cfg.summary_max_gap_units, cfg), cfg)
+        if _covered(wide) > _covered(passages):
+            passages = wide
+    return passages
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitPairs:
+    """Seeding (step 2) of one pair: every unit pair ``(rows[k], cols[k])`` (suspicious,
+    source) with cosine > ``min_cosine`` and Dice > ``min_dice``, and both values."""
+
+    model: _PairModel
+    min_cosine: float
+    min_dice: float
+    rows: np.ndarray[Any, np.dtype[np.int64]]
+    cols: np.ndarray[Any, np.dtype[np.int64]]
+    cosine: _FloatArray
+    dice: _FloatArray
+
+
+def unit_pairs(
+    source: PreparedText, suspicious: PreparedText, min_cosine: float, min_dice: float
+) -> UnitPairs:
+    """The unit pairs of two prepared texts above the cosine and Dice floors (exact values;
+    the tf-isf cosine and the Dice coefficient of the term sets, Sanchez-Perez et al. 2014)."""
+    check_range("min_cosine", min_cosine, low=0.0, high=1.0)
+    check_range("min_dice", min_dice, low=0.0, high=1.0)
+    model = _PairModel(suspicious, source)
+    rows, cols, cos, dice = model.similar_units(min_cosine, min_dice)
+    return UnitPairs(model, min_cosine, min_dice, rows, cols, cos, dice)
+
+
+# --- the pair model: tf-isf vectors of both sides ----------------------------------------------
+
+
+class _PairModel:
+    """tf-isf vectors of the units of one (suspicious, source) pair, isf over both sides."""
+
+    def __init__(self, susp: PreparedText, src: PreparedText) -> None:
+        self.susp, self.src = susp, src
+        df: Counter[str] = Counter()
+        for counts in (*susp.terms, *src.terms):
+            df.update(counts.keys())
+        n_units = len(susp) + len(src)
+        # isf(t) = log(N / sf(t)); a term in every unit weighs 0 (it tells nothing apart).
+        self.isf = {t: math.log(n_units / f) for t, f in sorted(df.items())}
+        self.susp_vecs = [self._weights(c) for c in susp.terms]
+        self.src_vecs = [self._weights(c) for c in src.terms]
+
+    def _weights(self, counts: Counter[str]) -> dict[str, float]:
+        return {t: n * self.isf[t] for t, n in counts.items()}
+
+    def similar_units(
+        self, min_cosine: float, min_dice: float
+    ) -> tuple[
+        np.ndarray[Any, np.dtype[np.int64]],
+        np.ndarray[Any, np.dtype[np.int64]],
+        _FloatArray,
+        _FloatArray,
+    ]:
+        """Unit pairs ``(i_susp, j_src)`` with cosine > ``min_cosine`` and Dice > ``min_dice``.
+
+        Both sides are sparse rows over the terms they share, paired block by block
+        (``_BLOCK_ROWS`` units a side, :func:`_block_products`), so memory stays bounded
+        however long the texts are.
+        """
+        empty_i = np.zeros(0, dtype=np.int64)
+        empty_f = np.zeros(0, dtype=np.float64)
+        shared = sorted(
+            {t for c in self.susp.terms for t in c} & {t for c in self.src.terms for t in c}
+        )
+        if not shared:
+            return empty_i, empty_i, empty_f, empty_f
+        col = {t: k for k, t in enumerate(shared)}
+        susp, src = _SparseRows(self.susp_vecs, col), _SparseRows(self.src_vecs, col)
+        src_blocks = [
+            (lo2, src.block(lo2, min(lo2 + _BLOCK_ROWS, len(src))))
+            for lo2 in range(0, len(src), _BLOCK_ROWS)
+        ]
+        parts: list[tuple[Any, ...]] = []
+        for lo in range(0, len(susp), _BLOCK_ROWS):
+            block_s = susp.block(lo, min(lo + _BLOCK_ROWS, len(susp)))
+            for lo2, block_r in src_blocks:
+                got = _block_products(block_s, block_r)
+                if got is None:
+                    continue
+                rows, cols, dot, inter = got
+                i, j = rows + lo, cols + lo2
+                denom = susp.norms[i] * src.norms[j]
+                cos = np.divide(dot, denom, out=np.zeros_like(dot), where=denom > 0)
+                dice = 2.0 * inter / (susp.sizes[i] + src.sizes[j])
+                ok = (cos > min_cosine) & (dice > min_dice)
+                parts.append((i[ok], j[ok], cos[ok], dice[ok]))
+        if not parts:
+            return empty_i, empty_i, empty_f, empty_f
+        i_all = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        j_all = np.concatenate([p[1] for p in parts]).astype(np.int64)
+        order = np.lexsort((j_all, i_all))  # row-major, whatever the block order
+        return (
+            i_all[order],
+            j_all[order],
+            np.concatenate([p[2] for p in parts])[order],
+            np.concatenate([p[3] for p in parts])[order],
+        )
+
+    def span_cosine(self, susp_range: tuple[int, int], src_range: tuple[int, int]) -> float:
+        """Cosine of the summed vectors of units ``[a, b]`` (inclusive) on each side."""
+        a = _sum_vecs(self.susp_vecs[susp_range[0] : susp_range[1] + 1])
+        b = _sum_vecs(self.src_vecs[src_range[0] : src_range[1] + 1])
+        dot = sum(x * b[t] for t, x in a.items() if t in b)
+        na = math.sqrt(sum(x * x for x in a.values()))
+        nb = math.sqrt(sum(x * x for x in b.values()))
+        return dot / (na * nb) if na > 0 and nb > 0 else 0.0
+
+
+class _SparseRows:
+    """Units of one side as sparse rows over the shared terms (CSR), with each unit's full
+    vector norm and its number of distinct terms (all terms, shared or not)."""
+
+    def __init__(self, vecs: Sequence[dict[str, float]], col: dict[str, int]) -> None:
+        ptr = [0]
+        ids: list[int] = []
+        vals: list[float] = []
+        for vec in vecs:
+            for t, x in vec.items():
+                k = col.get(t)
+                if k is not None:
+                    ids.append(k)
+                    vals.append(x)
+            ptr.append(len(ids))
+        self.ptr = np.array(ptr, dtype=np.int64)
+        self.ids = np.array(ids, dtype=np.int64)
+        self.vals = np.array(vals, dtype=np.float64)
+        self.norms = np.array(
+            [math.sqrt(sum(x * x for x in v.values())) for v in vecs], dtype=np.float64
+        )
+        self.sizes = np.array([len(v) for v in vecs], dtype=np.float64)
+
+    def __len__(self) -> int:
+        return len(self.ptr) - 1
+
+    def block(self, lo: int, hi: int) -> _Block:
+        """Entries of units ``[lo, hi)`` sorted by term id: row (relative to ``lo``), term
+        id, weight."""
+        a, b = int(self.ptr[lo]), int(self.ptr[hi])
+        rows = np.repeat(np.arange(hi - lo, dtype=np.int64), np.diff(self.ptr[lo : hi + 1]))
+        ids, vals = self.ids[a:b], self.vals[a:b]
+        order = np.argsort(ids, kind="stable")
+        return rows[order], ids[order], vals[order]
+
+
+_IntArray = np.ndarray[Any, np.dtype[np.int64]]
+_Block = tuple[_IntArray, _IntArray, _FloatArray]
+
+
+def _block_products(
+    block_s: _Block, block_r: _Block
+) -> tuple[_IntArray, _IntArray, _FloatArray, _FloatArray] | None:
+    """Dot products and shared-term counts of every row pair of two blocks that shares a term,
+    by an inverted index: for each term, every (suspicious row, source row) pair holding it.
+    No BLAS (whose threads stall on a busy machine); work = sum over terms of the product of
+    their row counts, bounded by the block sizes."""
+    rows_s, ids_s, vals_s = block_s
+    rows_r, ids_r, vals_r = block_r
+    if not len(ids_s) or not len(ids_r):
+        return None
+    terms_s, start_s, count_s = np.unique(ids_s, return_index=True, return_counts=True)
+    terms_r, start_r, count_r = np.unique(ids_r, return_index=True, return_counts=True)
+    _, ks, kr = np.intersect1d(terms_s, terms_r, assume_unique=True, return_indices=True)
+    if not len(ks):
+        return None
+    a, na, c, nc = start_s[ks], count_s[ks], start_r[kr], count_r[kr]
+    m = na * nc
+    total = int(m.sum())
+    first = np.repeat(np.cumsum(m) - m, m)
+    q = np.arange(total, dtype=np.int64) - first
+    width = np.repeat(nc, m)
+    si = np.repeat(a, m) + q // width
+    ri = np.repeat(c, m) + q % width
+    n_r = int(rows_r.max()) + 1
+    key = rows_s[si] * n_r + rows_r[ri]
+    keys, inverse = np.unique(key, return_inverse=True)
+    dot = np.bincount(inverse, weights=vals_s[si] * vals_r[ri], minlength=len(keys))
+    inter = np.bincount(inverse, minlength=len(keys))
+    rows = (keys // n_r).astype(np.int64)
+    cols = (keys % n_r).astype(np.int64)
+    return rows, cols, dot.astype(np.float64), inter.astype(np.float64)
+
+
+def _sum_vecs(vecs: Sequence[dict[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for v in vecs:
+        for t, x in v.items():
+            total[t] = total.get(t, 0.0) + x
+    return total
+
+
+# --- extension: clustering with gaps, then validation ------------------------------------------
+
+
+def _split(seeds: list[tuple[int, int]], side: int, gap: int) -> list[list[tuple[int, int]]]:
+    """Seeds sorted on ``side`` (0 suspicious, 1 source), cut wherever more than ``gap`` units
+    lie between two neighbours."""
+    ordered = sorted(seeds, key=lambda s: (s[side], s[1 - side]))
+    groups: list[list[tuple[int, int]]] = [[ordered[0]]]
+    for prev, cur in itertools.pairwise(ordered):
+        if cur[side] - prev[side] > gap + 1:  # a gap of g units lies between indices g+1 apart
+            groups.append([cur])
+        else:
+            groups[-1].append(cur)
+    return groups
+
+
+def _cluster(seeds: list[tuple[int, int]], gap: int) -> list[list[tuple[int, int]]]:
+    """Alternate splits on both sides until neither side splits any cluster (the paper's
+    recursive clustering, iteratively; output sorted by first seed for determinism)."""
+    done: list[list[tuple[int, int]]] = []
+    work: list[tuple[list[tuple[int, int]], int, bool]] = [(seeds, 0, True)]
+    while work:
+        group, side, first = work.pop()
+        parts = _split(group, side, gap)
+        if len(parts) == 1 and not first:
+            done.append(parts[0])
+            continue
+        work.extend((p, 1 - side, False) for p in parts)
+    return sorted(done, key=lambda g: min(g))
+
+
+def _extend(
+    model: _PairModel, seeds: list[tuple[int, int]], gap: int, cfg: AlignmentConfig
+) -> list[tuple[tuple[int, int], tuple[int, int], float]]:
+    """Validated clusters as (susp unit range, src unit range, span cosine)."""
+    out: list[tuple[tuple[int, int], tuple[int, int], float]] = []
+    work = [(c, gap) for c in _cluster(seeds, gap)]
+    while work:
+        group, g = work.pop()
+        susp_range = (min(s[0] for s in group), max(s[0] for s in group))
+        src_range = (min(s[1] for s in group), max(s[1] for s in group))
+        sim = model.span_cosine(susp_range, src_range)
+        if sim > cfg.validation_cosine:
+            out.append((susp_range, src_range, sim))
+        elif len(group) > 1 and g > 0:
+            work.extend((c, g - 1) for c in _cluster(group, g - 1))
+    return sorted(out)
+
+
+# --- filtering -----------------------------------------------------------------------------------
+
+
+def _filter(
+    model: _PairModel,
+    clusters: list[tuple[tuple[int, int], tuple[int, int], float]],
+    cfg: AlignmentConfig,
+) -> list[AlignedPassage]:
+    ngram = (cfg.boundary_ngram, cfg.boundary_ngram_low, cfg.verbatim_share)
+    passages = [_passage(model, *c, ngram) for c in clusters]
+    kept: list[AlignedPassage] = []
+    for p in sorted(passages, key=lambda p: (p.this_offset, p.this_length, p.source_offset)):
+        if kept and p.this_offset < kept[-1].this_end:  # overlap on the suspicious side
+            if _better(p, kept[-1]):
+                kept[-1] = p
+            continue
+        kept.append(p)
+    return [
+        p
+        for p in kept
+        if p.this_length >= cfg.min_passage_chars and p.source_length >= cfg.min_passage_chars
+    ]
+
+
+def _better(a: AlignedPassage, b: AlignedPassage) -> bool:
+    return (a.similarity, a.this_length, -a.this_offset) > (
+        b.similarity,
+        b.this_length,
+        -b.this_offset,
+    )
+
+
+def _passage(
+    model: _PairModel,
+    susp_range: tuple[int, int],
+    src_range: tuple[int, int],
+    sim: float,
+    ngram: tuple[int, int, float],
+) -> AlignedPassage:
+    n = ngram[0] if _ngram_share(model, susp_range, src_range, ngram[0]) >= ngram[2] else ngram[1]
+    a, b = _bounds(model.susp, susp_range, model.src, src_range, n)
+    c, d = _bounds(model.src, src_range, model.susp, susp_range, n)
+    return AlignedPassage(a, b - a, c, d - c, sim)
+
+
+def _bounds(
+    side: PreparedText,
+    rng: tuple[int, int],
+    other: PreparedText,
+    other_rng: tuple[int, int],
+    ngram: int,
+) -> tuple[int, int]:
+    """Character span of units ``rng``; with ``ngram`` > 0 its first and last unit are trimmed
+    to the first / last token starting / ending a word n-gram found in the other side's span
+    (copied passages rarely start and end at sentence boundaries).  A unit without such an
+    n-gram is kept whole."""
+    start, end = side.spans[rng[0]][0], side.spans[rng[1]][1]
+    if ngram <= 0:
+        return start, end
+    forms, starts, ends, first_len, last_from = _range_tokens(side, rng)
+    o_forms = _range_tokens(other, other_rng)[0]
+    shared = {tuple(o_forms[i : i + ngram]) for i in range(len(o_forms) - ngram + 1)}
+    if not shared:
+        return start, end
+    # Only a trim that drops tokens moves a boundary, so a copy of whole sentences keeps
+    # its sentence span (punctuation included).
+    for i in range(min(first_len, len(forms) - ngram + 1)):
+        if tuple(forms[i : i + ngram]) in shared:
+            start = starts[i] if i > 0 else start
+            break
+    for j in range(len(forms) - 1, max(last_from, ngram - 1) - 1, -1):
+        if tuple(forms[j - ngram + 1 : j + 1]) in shared:
+            end = ends[j] if j < len(forms) - 1 else end
+            break
+    return start, end
+
+
+def _ngram_share(
+    model: _PairModel, susp_range: tuple[int, int], src_range: tuple[int, int], n: int
+) -> float:
+    """Share of the suspicious span's word n-grams found in the source span: near 1 for a
+    verbatim copy, low once words are shuffled or replaced."""
+    if n <= 0:
+        return 1.0
+    a = _range_tokens(model.susp, susp_range)[0]
+    b = _range_tokens(model.src, src_range)[0]
+    grams = [tuple(a[i : i + n]) for i in range(len(a) - n + 1)]
+    if not grams:
+        return 0.0
+    other = {tuple(b[i : i + n]) for i in range(len(b) - n + 1)}
+    return sum(g in other for g in grams) / len(grams)
+
+
+def _range_tokens(
+    side: PreparedText, rng: tuple[int, int]
+) -> tuple[list[str], list[int], list[int], int, int]:
+    """Tokens of units ``rng`` concatenated, the first unit's token count and the index where
+    the last unit's tokens begin."""
+    forms: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for k in range(rng[0], rng[1] + 1):
+        toks = side.tokens[k]
+        forms.extend(toks.forms)
+        starts.extend(toks.starts)
+        ends.extend(toks.ends)
+    first_len = len(side.tokens[rng[0]])
+    last_from = len(forms) - len(side.tokens[rng[1]])
+    return forms, starts, ends, first_len, last_from
+
+
+def _covered(passages: list[AlignedPassage]) -> int:
+    return sum(p.this_length for p in passages)
+
+
+def _looks_like_summary(passages: list[AlignedPassage], cfg: AlignmentConfig) -> bool:
+    """The paper's cue for summary obfuscation: the suspicious side is much shorter."""
+    if not passages:
+        return True
+    this = sum(p.this_length for p in passages)
+    src = sum(p.source_length for p in passages)
+    return this < cfg.summary_length_ratio * src
