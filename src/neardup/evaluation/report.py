@@ -526,6 +526,7 @@ def _render(results: dict[str, Any]) -> str:
                 f"{mm['non']:.3f} | {'yes' if v['rising'] else '**no**'} | "
                 f"{_f(v['auc_reuse_vs_non'])} | {_f(v['best_f1'])} |"
             )
+        add("\n" + _clough_goal(r["methods"]))
         add("\n![Clough-Stevenson scores](img/eval_clough_scores.png)\n")
     if "msrp" in results:
         r = results["msrp"]
@@ -683,17 +684,70 @@ def _render_summary(results: dict[str, Any], add: Any) -> None:
     top = ", ".join(f"`{k}` {_rule_best(v, 'editorial'):.3f}" for k, v in ranked[:3])
     top_bag = sorted(pert["methods"].items(), key=lambda kv: -_rule_best(kv[1], "bag80"))[:3]
     top_b = ", ".join(f"`{k}` {_rule_best(v, 'bag80'):.3f}" for k, v in top_bag)
-    best_f1 = _rule_best(ranked[0][1], "editorial")
     add(
         f"\nHighest duplicate-vs-rest F1 at the best threshold: {top} (editorial); {top_b} "
-        "(bag80).  The goal of issue 7 (F1 >= 0.98 for the default duplicate detector) is "
-        + ("met" if best_f1 >= 0.98 else "**not met**")
-        + " on the full perturbation benchmark by any method at any threshold, under either "
-        "label rule; the per-edit tables show where the errors are.\n"
+        f"(bag80).  {_goal_sentence(results)}\n"
     )
     for line in _recommendations(results):
         add(line)
     add("")
+
+
+def _clough_goal(methods: Mapping[str, Any]) -> str:
+    """Which scores meet the Clough-Stevenson goal, and why the duplicate decision is not one."""
+    met = [f"`{m}` {v['auc_reuse_vs_non']:.3f}" for m, v in methods.items()
+           if (v.get("auc_reuse_vs_non") or 0.0) >= 0.95]  # fmt: skip
+    text = "Goal AUC >= 0.95 met by: " + (", ".join(met) if met else "none") + ".  "
+    if "shingles" in methods:
+        text += (
+            "The news stream ranks related articles (`similar`) by the word-shingle Jaccard, "
+            f"the `shingles` row ({methods['shingles']['auc_reuse_vs_non']:.3f}).  "
+        )
+    if "overlap" in methods:
+        text += (
+            "`overlap` is the stream's *duplicate decision* (issue 7's F1 goal), not a graded "
+            "measure: its score is 0 once more than 20 % of a text is new, as in every Clough "
+            "answer, so it does not rank levels of reuse and is not meant to."
+        )
+    return text + "\n"
+
+
+def _goal_sentence(results: Mapping[str, Any]) -> str:
+    """Issue 7's perturbation goal, stated for the default detector (the stream's decision,
+    section 6) and for the pairwise methods at their default thresholds (editorial rule)."""
+    pert = results["perturbation"]["methods"]
+    at_default = [
+        name
+        for name, v in pert.items()
+        if v.get("duplicate_by_rule", {}).get("editorial", v["duplicate"])["at_default"]["f1"]
+        >= 0.98
+    ]
+    pairwise = (
+        "pairwise, "
+        + ", ".join(f"`{m}`" for m in at_default)
+        + (" reaches" if len(at_default) == 1 else " reach")
+        + " it at the default threshold"
+        if at_default
+        else "no pairwise method reaches it at its default threshold"
+    )
+    rates = _get(results, "stream", "variants", "default", "rates", "editorial", "all")
+    if not isinstance(rates, Mapping):
+        return f"Goal of issue 7 (F1 >= 0.98 for the default duplicate detector): {pairwise}."
+    bag_best = max(_rule_best(v, "bag80") for v in pert.values())
+    bag = (
+        f"Under the older `bag80` rule the best F1 of any method is {bag_best:.3f} (that rule "
+        "calls copies with more than 20 % of the words dropped *similar*, which the directed "
+        "rule treats as duplicates by design)"
+    )
+    p, r = rates["duplicate_precision"], rates["duplicate_recall"]
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    verdict = "met" if f1 >= 0.98 else "**not met**"
+    return (
+        "Goal of issue 7 (F1 >= 0.98 for the default duplicate detector, the news stream's "
+        f"decision, section 6): {verdict} under the `editorial` rule, duplicate F1 {f1:.4f} "
+        f"(P {p:.4f}, R {r:.4f}); {pairwise}.  {bag}; the per-edit tables show where the "
+        "errors are."
+    )
 
 
 def _rule_best(v: Mapping[str, Any], rule: str) -> float:
