@@ -20,6 +20,18 @@ _PRELUDE = {
     ],
     "text_a": "Selling a beautiful house in California.",
     "text_b": "Buying a beautiful crip in California.",
+    "source_text": (
+        "The central bank kept its key interest rate unchanged on Thursday, saying inflation was "
+        "still too high. Governor Maria Lopez told reporters that the board would watch wage "
+        "growth closely in the coming months. Economists had expected a quarter-point cut after "
+        "weak retail sales figures. The currency rose sharply after the decision."
+    ),
+    "article_text": (
+        "Markets were calm in early trade. Governor Maria Lopez told journalists that the board "
+        "would closely watch wage growth in coming months. The currency rose sharply after the "
+        "decision, and economists had expected a quarter-point cut after weak retail sales "
+        "figures. Bond yields edged higher."
+    ),
     "published_at": dt.datetime(1987, 2, 26, 15, 1, tzinfo=dt.UTC),
     "since": dt.datetime(1987, 1, 1, tzinfo=dt.UTC),
     "until": dt.datetime(1988, 1, 1, tzinfo=dt.UTC),
@@ -43,3 +55,6 @@ def test_readme_tour_runs(tmp_path: Path, monkeypatch: object) -> None:
     assert namespace["keep_of"] == [0, 0, 2]
     assert namespace["decision"].status == "new"
     assert namespace["report"] is not None
+    # the reworded middle of the article is found, its new first and last sentences are not
+    (copied,) = namespace["copied"]
+    assert copied.startswith("Governor Maria Lopez") and copied.endswith("sales figures.")
