@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "dedup": "neardup.cli.dedup:dedup_command",
     "pairs": "neardup.cli.dedup:pairs_command",
     "origin": "neardup.cli.origin:origin",
+    "align": "neardup.cli.align:align",
 }
 
 

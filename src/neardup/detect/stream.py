@@ -99,6 +99,7 @@ from neardup.index.lsh import LSHIndex
 from neardup.records import Article
 from neardup.similarity import longest_common_substring
 from neardup.similarity.overlap import (
+    key_overlap,
     OverlapConfig,
     OverlapText,
     overlap_prepared,
@@ -182,6 +183,7 @@ class StreamConfig(Config):
     overlap_accept_containment: float | None = 0.9
     overlap_min_sequence: float = 0.5
     overlap_sequence_width: int = 3
+    overlap_max_key_added: float | None = 0.15
     overlap: OverlapConfig = dataclasses.field(default_factory=OverlapConfig)
     similar_limit: int = 10
     window_seconds: float | None = None
@@ -231,6 +233,8 @@ class StreamConfig(Config):
                 "overlap_accept_containment", self.overlap_accept_containment, low=0.0, high=1.0
             )
         check_int("overlap_sequence_width", self.overlap_sequence_width, low=1, high=16)
+        if self.overlap_max_key_added is not None:
+            check_range("overlap_max_key_added", self.overlap_max_key_added, low=0.0, high=1.0)
         if not isinstance(self.overlap, OverlapConfig):
             raise ConfigError("overlap must be an OverlapConfig")
         check_int("similar_limit", self.similar_limit, low=0, high=10_000)
@@ -936,6 +940,13 @@ class NewsStream:
                     at_least=cfg.overlap_min_sequence,
                 )
                 >= cfg.overlap_min_sequence
+                # Figures and names: a templated item of another issuer or day keeps the
+                # template's words and order, not these (docs/stream.md, "Templated items").
+                and (
+                    cfg.overlap_max_key_added is None
+                    or key_overlap(stored_text, new_text[0], cfg.overlap)[1]
+                    <= cfg.overlap_max_key_added
+                )
             )
         if not is_dup and max(contain, cover) < cfg.similar_min_overlap:
             return None
