@@ -27,7 +27,7 @@ Rates are given per wall-clock second and per CPU second of the process (``proce
 on a shared, loaded machine the second is the fair "one core" figure.
 
 Run:  /work/venv/bin/python benchmarks/bench_ingest.py [--n 1000000] [--time-limit 60]
-Writes benchmarks/results/ingest.json.
+Writes benchmarks/results/ingest.json (``--out ingest_1m``: results/ingest_1m.json).
 """
 
 from __future__ import annotations
@@ -222,6 +222,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--stage-n", type=int, default=8_000)
     ap.add_argument("--skip-main", action="store_true")
+    ap.add_argument("--out", default="ingest", help="results/<out>.json (e.g. ingest_1m)")
     args = ap.parse_args()
     docs = load_reuters()
     out: dict[str, Any] = {
@@ -293,7 +294,7 @@ def main() -> None:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     out["peak_rss_mb_process"] = round(peak_rss_mb(), 1)
-    print("wrote", save("ingest", out))
+    print("wrote", save(args.out, out))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections import Counter
 from typing import Any
 
@@ -12,14 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.errors import ConfigError
-from neardup.evaluation.synth import apply_edit, perturb_words
+from neardup.evaluation.synth import applicable, apply_edit, perturb_words
 from neardup.similarity.overlap import (
     Overlap,
     OverlapConfig,
     delete_keys,
+    key_overlap,
+    key_words,
     lcs_length,
     overlap,
     overlap_words,
+    paragraphs,
     peel_packaging,
     prepare,
     sequence_containment,
@@ -264,3 +268,77 @@ def test_sequence_containment_matches_brute_force(reuters_docs: list[dict[str, A
                         prepare(stored, cfg), prepare(new, cfg), 3, cfg, at_least=t
                     )
                     assert (fast >= t) == (full >= t) and fast <= full + 1e-12
+
+
+def brute_key_words(text: str, cfg: OverlapConfig) -> list[str]:
+    """Key words the slow way: scan the text token by token, remembering the last
+    non-blank, non-quote character before each token."""
+    out: list[str] = []
+    for m in re.finditer(r"\w+", text):
+        tok = m.group()
+        before = text[: m.start()].rstrip(" \t\r\n\"'(<[")
+        opens = not before or before[-1] in ".!?:;"
+        if any(c.isdigit() for c in tok) or (tok[0].isupper() and not opens):
+            out.extend(words(tok, cfg))
+    return out
+
+
+def brute_found(w: str, vocabulary: set[str], cfg: OverlapConfig) -> bool:
+    """A key word occurs among the other text's words: figures (digit runs, calendar words)
+    exactly; others exactly or within the allowed deletes of some word (by LCS)."""
+    if w in vocabulary:
+        return True
+    calendar = {"january", "february", "march", "april", "may", "june", "july", "august",
+                "september", "october", "november", "december", "jan", "feb", "mar", "apr",
+                "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "monday", "tuesday",
+                "wednesday", "thursday", "friday", "saturday", "sunday"}  # fmt: skip
+    if w.isdigit() or w in calendar or len(w) < cfg.fuzzy_min_length:
+        return False
+    for v in vocabulary:
+        if len(v) < cfg.fuzzy_min_length:
+            continue
+        allowed = cfg.max_deletes if min(len(w), len(v)) >= cfg.long_word_length else 1
+        if max(len(w), len(v)) - lcs_length(w, v) <= min(allowed, cfg.max_deletes):
+            return True
+    return False
+
+
+def test_key_words_and_key_overlap_match_brute_force(reuters_docs: list[dict[str, Any]]) -> None:
+    texts = _texts(reuters_docs, 30)
+    rng = random.Random(11)
+    cfg = OverlapConfig()
+    for i, text in enumerate(texts):
+        assert key_words(text, cfg) == brute_key_words(text, cfg)
+        for edit in ("typos", "numbers", "ocr"):
+            if not applicable(edit, text):
+                continue
+            new = apply_edit(edit, text, None, 0.3, rng).text
+            other = texts[(i + 1) % len(texts)]
+            for a, b in ((text, new), (text, other)):
+                pa, pb = prepare(a, cfg), prepare(b, cfg)
+                got = key_overlap(pa, pb, cfg)
+                i0, j0 = peel_packaging(pa, pb, cfg)
+                mine = [w for p in paragraphs(b)[i0:j0] for w in key_words(p, cfg)]
+                kept_vocab = {w for ws in pb.paragraphs[i0:j0] for w in ws}
+                # Key words are taken per paragraph (a paragraph opens a sentence).
+                theirs = [w for p in paragraphs(a) for w in brute_key_words(p, cfg)]
+                assert got.names_new + got.figures_new == len(mine)
+                found = sum(brute_found(w, set(pa.counts), cfg) for w in mine)
+                assert got.names_found + got.figures_found == found
+                kept = sum(brute_found(w, kept_vocab, cfg) for w in theirs)
+                assert got.names_kept + got.figures_kept == kept
+                assert got.names_stored + got.figures_stored == len(theirs)
+
+
+def test_another_retailers_notice_replaces_the_figures(
+    reuters_docs: list[dict[str, Any]],
+) -> None:
+    # Two real templated notices of different retailers (Reuters 2075 and 2208) share most
+    # words, not their figures; a re-send keeps them all.
+    by_id = {d["id"]: str(d["text"]) for d in reuters_docs}
+    ames, ross = by_id["reuters-2075"], by_id["reuters-2208"]
+    other = key_overlap(prepare(ames), prepare(ross))
+    assert other.figures_added > 0.3 and other.figures_kept_share < 0.7
+    same = key_overlap(prepare(ames), prepare(ames.replace("firstr", "first")))
+    assert same.names_added == 0.0 and same.figures_added == 0.0
+    assert same.names_kept_share == 1.0 and same.figures_kept_share == 1.0

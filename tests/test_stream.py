@@ -27,7 +27,7 @@ from neardup.errors import (
 from neardup.index.lsh import LSHIndexConfig
 from neardup.records import Article
 from neardup.similarity import containment, jaccard
-from neardup.similarity.overlap import overlap, prepare, sequence_containment
+from neardup.similarity.overlap import key_overlap, overlap, prepare, sequence_containment
 from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import shingle_hashes
 from neardup.sketch.simhash import SimHashConfig, sign_simhash
@@ -91,7 +91,7 @@ def verdict(
     in the stored one and covers enough of it (or Jaccard is high), similar when one of the
     two overlaps is high enough, else unrelated (``None``).  ``verify="overlap"``: once the
     shingles overlap at all, the duplicate test is the full word overlap (no ``decide``
-    short cut) and the sequence containment."""
+    short cut), the sequence containment and the key-word (names, figures) test."""
     j = jaccard(new, old)
     in_old, in_new = containment(new, old), containment(old, new)
     shared = len(set(new.tolist()) & set(old.tolist()))
@@ -118,11 +118,19 @@ def verdict(
             cfg.overlap_sequence_width,
             cfg.overlap,
         )
+        k = key_overlap(prepare(old_text, cfg.overlap), prepare(new_text, cfg.overlap), cfg.overlap)
+        replaced = (
+            k.names_added > cfg.overlap_names_added and k.names_kept_share < cfg.overlap_names_kept
+        ) or (
+            k.figures_added > cfg.overlap_figures_added
+            and k.figures_kept_share < cfg.overlap_figures_kept
+        )
         dup = (
             o.coverage >= cfg.overlap_min_coverage
             and o.added <= cfg.overlap_max_added
             and (o.stored_matched >= cfg.overlap_min_matched or j >= cfg.duplicate_min_jaccard)
             and q >= cfg.overlap_min_sequence
+            and not replaced
         )
     if dup:
         return "duplicate"

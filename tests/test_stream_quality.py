@@ -31,7 +31,7 @@ from neardup.evaluation.stream_quality import (
 )
 from neardup.evaluation.synth import LABEL_RULES, SynthConfig, synthesize
 from neardup.index.lsh import LSHIndexConfig
-from neardup.similarity.overlap import overlap, prepare, sequence_containment
+from neardup.similarity.overlap import key_overlap, overlap, prepare, sequence_containment
 from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import sign_shingles
 from neardup.sketch.simhash import sign_simhash
@@ -101,6 +101,16 @@ def _brute_verdict(a: str, b: str, texts: dict[str, str], cfg: StreamConfig) -> 
             and sequence_containment(pa, pb, cfg.overlap_sequence_width, cfg.overlap)
             >= cfg.overlap_min_sequence
         )
+        # Names or figures replaced by others' (tested against a brute-force scan in
+        # tests/test_overlap.py): a templated item of another issuer or day.
+        k = key_overlap(pa, pb, cfg.overlap)
+        if (
+            k.names_added > cfg.overlap_names_added and k.names_kept_share < cfg.overlap_names_kept
+        ) or (
+            k.figures_added > cfg.overlap_figures_added
+            and k.figures_kept_share < cfg.overlap_figures_kept
+        ):
+            dup = False
     if dup:
         return "duplicate"
     return "similar" if max(new_in_stored, stored_in_new) >= cfg.similar_min_overlap else "none"

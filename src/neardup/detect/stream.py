@@ -20,11 +20,16 @@ Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's 
    :mod:`neardup.similarity.overlap` (robust to spelling noise, site packaging peeled):
    ``coverage >= overlap_min_coverage`` of the stored article's words kept, ``added <=
    overlap_max_added`` of the new one's words from elsewhere, word-order check
-   ``sequence_containment >= overlap_min_sequence``, and ``overlap_min_matched`` words
-   matched or ``jaccard >= duplicate_min_jaccard`` (short notices): seed 000's "same
-   article after some editing", with the editorial label's thresholds (duplicate F1 0.922
-   -> 0.989 on the Reuters perturbation benchmark, docs/stream.md).  Similar and unrelated
-   as for ``shingles``; without stored text the shingle rule decides.
+   ``sequence_containment >= overlap_min_sequence``, ``overlap_min_matched`` words
+   matched or ``jaccard >= duplicate_min_jaccard`` (short notices), and the names and
+   figures not *replaced* (:func:`~neardup.similarity.overlap.key_overlap`; replaced =
+   more than ``overlap_names_added`` of the new article's names absent from the stored one
+   while less than ``overlap_names_kept`` of the stored one's are kept; the same for
+   figures and dates):
+   seed 000's "same article after some editing", with the editorial label's thresholds,
+   minus templated items of another issuer or day (docs/stream.md, "Templated items").
+   Similar and unrelated as for ``shingles``; without stored text the shingle rule
+   decides.
    ``verify="shingles"`` (previous default): exact Jaccard and *directed* containment of the
    shingle sets: ``containment`` = the share of the new article's shingles found in the stored
    one, ``coverage`` = the share of the stored article's shingles found in the new one.  A
@@ -99,9 +104,9 @@ from neardup.index.lsh import LSHIndex
 from neardup.records import Article
 from neardup.similarity import longest_common_substring
 from neardup.similarity.overlap import (
-    key_overlap,
     OverlapConfig,
     OverlapText,
+    key_overlap,
     overlap_prepared,
     prepare,
     sequence_containment,
@@ -125,10 +130,10 @@ _VERIFY = ("none", "shingles", "lcs", "overlap")
 _CANDIDATES = ("simhash", "simhash+lsh")
 _US = 1_000_000
 _CHECKPOINT_VERSION = 1
-# Stored articles' prepared words (and their delete-key index, once built) kept for
-# verify="overlap"; texts never change under a seq, so the cache is always valid.  About
-# 0.2 MB an article with its key index: 128 entries bound it near 25 MB.
-_OVERLAP_CACHE = 128
+# Stored articles' prepared words (and their delete-key set, once built) kept for
+# verify="overlap"; texts never change under a seq, so the cache is always valid.  Bounded
+# to 1,024 articles (peak RSS of the ingest benchmark in docs/stream.md, "Throughput").
+_OVERLAP_CACHE = 1024
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -145,7 +150,11 @@ class StreamConfig(Config):
       when the word ``coverage >= overlap_min_coverage``, ``added <= overlap_max_added``,
       the corrected word ``overlap_sequence_width``-gram containment >=
       ``overlap_min_sequence`` and ``overlap_min_matched`` words match (or ``jaccard >=
-      duplicate_min_jaccard``); ``overlap`` configures the measure
+      duplicate_min_jaccard``) and the key words are not replaced (names: more than
+      ``overlap_names_added`` of the new article's names absent from the stored one while
+      less than ``overlap_names_kept`` of the stored one's are kept; figures and dates
+      likewise with ``overlap_figures_*``; 1.0 added turns a test off); ``overlap``
+      configures the measure
       (:class:`~neardup.similarity.overlap.OverlapConfig`).  LSH-only candidates need
       ``lsh_min_score`` of their MinHash values equal.
     * Verified rule (``verify="shingles"`` or ``"lcs"``): duplicate when ``containment``
@@ -183,7 +192,10 @@ class StreamConfig(Config):
     overlap_accept_containment: float | None = 0.9
     overlap_min_sequence: float = 0.5
     overlap_sequence_width: int = 3
-    overlap_max_key_added: float | None = 0.15
+    overlap_names_added: float = 0.1
+    overlap_names_kept: float = 0.7
+    overlap_figures_added: float = 0.3
+    overlap_figures_kept: float = 0.7
     overlap: OverlapConfig = dataclasses.field(default_factory=OverlapConfig)
     similar_limit: int = 10
     window_seconds: float | None = None
@@ -233,8 +245,13 @@ class StreamConfig(Config):
                 "overlap_accept_containment", self.overlap_accept_containment, low=0.0, high=1.0
             )
         check_int("overlap_sequence_width", self.overlap_sequence_width, low=1, high=16)
-        if self.overlap_max_key_added is not None:
-            check_range("overlap_max_key_added", self.overlap_max_key_added, low=0.0, high=1.0)
+        for name in (
+            "overlap_names_added",
+            "overlap_names_kept",
+            "overlap_figures_added",
+            "overlap_figures_kept",
+        ):
+            check_range(name, getattr(self, name), low=0.0, high=1.0)
         if not isinstance(self.overlap, OverlapConfig):
             raise ConfigError("overlap must be an OverlapConfig")
         check_int("similar_limit", self.similar_limit, low=0, high=10_000)
@@ -940,13 +957,10 @@ class NewsStream:
                     at_least=cfg.overlap_min_sequence,
                 )
                 >= cfg.overlap_min_sequence
-                # Figures and names: a templated item of another issuer or day keeps the
-                # template's words and order, not these (docs/stream.md, "Templated items").
-                and (
-                    cfg.overlap_max_key_added is None
-                    or key_overlap(stored_text, new_text[0], cfg.overlap)[1]
-                    <= cfg.overlap_max_key_added
-                )
+                # Names and figures: a templated item of another issuer or day keeps the
+                # template's words and word order, not these (docs/stream.md, "Templated
+                # items").
+                and self._keys_agree(stored_text, new_text[0])
             )
         if not is_dup and max(contain, cover) < cfg.similar_min_overlap:
             return None
@@ -969,6 +983,25 @@ class NewsStream:
             None if word_cover is None else round(word_cover, 6),
             None if word_added is None else round(word_added, 6),
         )
+
+    def _keys_agree(self, stored: OverlapText, new: OverlapText) -> bool:
+        """Whether the new article's names and figures are the stored one's
+        (:func:`~neardup.similarity.overlap.key_overlap`): False when it *replaces* them,
+        i.e. adds more than ``overlap_names_added`` of its names while keeping less than
+        ``overlap_names_kept`` of the stored one's (another issuer), or the same for figures
+        and dates (another day or period).  An insert adds names and figures but keeps the
+        stored ones; a re-send or correction keeps most of both (docs/stream.md,
+        "Templated items").  Added thresholds of 1.0 turn a test off."""
+        cfg = self.config
+        k = key_overlap(stored, new, cfg.overlap)
+        other_names = (
+            k.names_added > cfg.overlap_names_added and k.names_kept_share < cfg.overlap_names_kept
+        )
+        other_figures = (
+            k.figures_added > cfg.overlap_figures_added
+            and k.figures_kept_share < cfg.overlap_figures_kept
+        )
+        return not (other_names or other_figures)
 
     def _overlap_fast_accept(self, contain: float, cover: float, shared: int) -> bool:
         """Whether the shingle sets alone settle ``verify="overlap"``'s duplicate test: when

@@ -662,6 +662,10 @@ def _stream_config_dict(scfg: StreamConfig) -> dict[str, Any]:
         "overlap_min_shingle_overlap": scfg.overlap_min_shingle_overlap,
         "overlap_min_sequence": scfg.overlap_min_sequence,
         "overlap_sequence_width": scfg.overlap_sequence_width,
+        "overlap_names_added": scfg.overlap_names_added,
+        "overlap_names_kept": scfg.overlap_names_kept,
+        "overlap_figures_added": scfg.overlap_figures_added,
+        "overlap_figures_kept": scfg.overlap_figures_kept,
     }
 
 
@@ -894,6 +898,21 @@ def _prf_text(x: Mapping[str, float]) -> str:
     return f"{x['precision']:.3f}/{x['recall']:.3f}/{x['f1']:.3f}"
 
 
+def _describe_keys(sc: Mapping[str, Any]) -> str:
+    # The templated-items test (docs/stream.md); absent from reports made before it.
+    parts = []
+    for kind in ("names", "figures"):
+        added, kept = sc.get(f"overlap_{kind}_added"), sc.get(f"overlap_{kind}_kept")
+        if added is not None and kept is not None and added < 1.0:
+            parts.append(
+                f"more than {added} of its {kind} new while less than {kept} of the stored "
+                f"one's are kept"
+            )
+    if not parts:
+        return ""
+    return ", unless it replaces the key words (" + "; or ".join(parts) + ")"
+
+
 def describe_rule(sc: Mapping[str, Any]) -> str:
     """The decision rule of a configuration (a :func:`_stream_config_dict`) in words."""
     cand = f"candidates = SimHash distance <= {sc['similar_max_distance']}"
@@ -920,8 +939,9 @@ def describe_rule(sc: Mapping[str, Any]) -> str:
             f"one delete, edge packaging such as boilerplate lines peeled; at least "
             f"{sc['overlap_min_matched']} words matched or shingle Jaccard >= "
             f"{sc['duplicate_min_jaccard']}) and >= {sc['overlap_min_sequence']} of its "
-            f"corrected word {sc['overlap_sequence_width']}-grams are in the stored one; "
-            f"similar when not a duplicate but max(containment, coverage) of the shingles >= "
+            f"corrected word {sc['overlap_sequence_width']}-grams are in the stored one"
+            f"{_describe_keys(sc)}; similar when not a duplicate but max(containment, "
+            f"coverage) of the shingles >= "
             f"{sc['similar_min_overlap']}; otherwise unrelated (without stored text the "
             f"shingle rule decides)"
         )

@@ -45,13 +45,20 @@ most once):
    Left-over new words are taken in text order and each takes the available stored word
    needing the fewest deletes, ties broken by the smaller string (greedy, deterministic).
 
+:func:`key_overlap` compares the *key words* alone (:func:`key_words`: figures, dates and
+names, i.e. capitalised words that do not open a sentence): templated wire items of another
+issuer or another day (dividend notices, bond issues, daily statistics) share the template's
+words and word order and differ in exactly these, which a copy keeps.
+
 Guarantees: exact and deterministic for the stated matching (tested equal to an O(n * m)
-brute-force matcher that compares every pair of left-over words by their LCS).  Cost:
-O(n + m) for the exact part; the fuzzy part builds the delete keys of the stored words
-(O(L^d) keys per word of length L, d = ``max_deletes``; once per prepared text, memoised per
-word) and looks each left-over new word up through its own keys, so noise-free pairs pay
-almost nothing for it; pure Python, about 0.5-1 ms for a pair of news articles.  Memory:
-O(n + m) words and keys.
+brute-force matcher that compares every pair of left-over words by their LCS; the key
+words and their lookups to a brute-force scan).  Cost: O(n + m) for the exact part; the
+fuzzy part looks each left-over new word up through its own delete keys (O(L^d) keys per
+word of length L, d = ``max_deletes``, memoised per word) in one process-wide index of
+every word seen (each word indexed once, bounded to 200,000 words, see
+:class:`_SharedKeyIndex`), skipping words that share no key with the stored text; with
+``decide`` it stops as soon as the answer is known.  Pure Python.  Memory: O(n + m) words
+per text plus the shared index.
 """
 
 from __future__ import annotations
@@ -60,11 +67,13 @@ import dataclasses
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from neardup.config import Config, check_int, check_range
 
 __all__ = [
+    "KeyOverlap",
     "Overlap",
     "OverlapConfig",
     "OverlapText",
@@ -97,6 +106,10 @@ _CALENDAR_TOKEN = "\x00cal"
 # Characters skipped backwards to find what precedes a capitalised word (quotes, brackets).
 _KEY_SKIP = frozenset(" \t\r\n\"'(<[")
 _SENTENCE_END = frozenset(".!?:;")
+# Whole \w+ runs that hold a digit or do not start with a lower-case ASCII letter, a digit or
+# "_": a superset of the key words (the rest of the test is in key_words); most words are
+# skipped inside the regex engine.
+_KEY_CANDIDATE_RE = re.compile(r"\b(?:\w*\d\w*|[^\W\d_a-z]\w*)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,7 +207,7 @@ def key_words(text: str, config: OverlapConfig | None = None) -> list[str]:
     """
     cfg = config or OverlapConfig()
     out: list[str] = []
-    for m in _WORD_RE.finditer(text):
+    for m in _KEY_CANDIDATE_RE.finditer(text):
         token = m.group()
         if not any(c.isdigit() for c in token):
             if not token[0].isupper():
@@ -277,24 +290,39 @@ def _cached_keys(word: str, deletes: int) -> tuple[str, ...]:
     return tuple(sorted(delete_keys(word, deletes)))
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _word_keys(word: str, max_deletes: int, long_word_length: int) -> tuple[str, ...]:
+    # The keys of _depth's depth for the word, memoised with it (one call per lookup).
+    depth = max_deletes if len(word) >= long_word_length else min(1, max_deletes)
+    return _cached_keys(word, depth)
+
+
 def _key_index(cfg: OverlapConfig, pool: Iterable[str]) -> dict[str, list[str]]:
     by_key: dict[str, list[str]] = {}
     for w in pool:
-        for k in _cached_keys(w, _depth(cfg, w)):
+        for k in _word_keys(w, cfg.max_deletes, cfg.long_word_length):
             by_key.setdefault(k, []).append(w)
     return by_key
 
 
 def _best_fuzzy(
-    cfg: OverlapConfig, u: str, by_key: dict[str, list[str]], pool: dict[str, int] | None
+    cfg: OverlapConfig,
+    u: str,
+    by_key: Mapping[str, list[str]],
+    pool: Mapping[str, int],
+    present: AbstractSet[str] | None = None,
 ) -> tuple[int, str] | None:
-    """The available word (``pool`` count > 0; any when ``pool`` is None) matching ``u`` with
-    the fewest deletes, ties to the smaller string; None when none matches."""
+    """The available word (``pool`` count > 0) matching ``u`` with the fewest deletes, ties
+    to the smaller string; None when none matches.  ``by_key`` may index more words than
+    ``pool`` holds (the process-wide index): only the pool's count.  ``present``: a superset
+    of the delete keys of the pool's words (keys outside it cannot lead to a pool word)."""
     seen: set[str] = set()
     best: tuple[int, str] | None = None
-    for k in _cached_keys(u, _depth(cfg, u)):
+    for k in _word_keys(u, cfg.max_deletes, cfg.long_word_length):
+        if present is not None and k not in present:
+            continue
         for v in by_key.get(k, ()):
-            if v in seen or (pool is not None and pool.get(v, 0) == 0):
+            if v in seen or pool.get(v, 0) == 0:
                 continue
             seen.add(v)
             need = _deletes_needed(u, v)
@@ -303,29 +331,53 @@ def _best_fuzzy(
     return best
 
 
+def _keys_of(cfg: OverlapConfig, pool: Iterable[str]) -> set[str]:
+    # Every delete key of the pool's words: two words that match share one (_depth), so a
+    # word with no key in this set matches none of them (a cheap exact skip).
+    return set().union(*(_word_keys(w, cfg.max_deletes, cfg.long_word_length) for w in pool))
+
+
 def _match_fuzzy(
     cfg: OverlapConfig,
     new_left: list[str],
     stored_left: Counter[str],
-    index: dict[str, list[str]] | None = None,
-) -> int:
-    """Greedy fuzzy matching of left-over words through delete keys (see module doc).
-    ``index``: a key index of a superset of the left-over stored words (the whole stored
-    vocabulary, cached); the pool restricts it to the available ones, so the matching is
-    the same as with an index of the left-over words alone."""
+    index: Mapping[str, list[str]] | None = None,
+    present_keys: AbstractSet[str] | None = None,
+    settled: Callable[[int, int], bool] | None = None,
+) -> tuple[int, bool]:
+    """Greedy fuzzy matching of left-over words through delete keys (see module doc);
+    returns (matches, complete).  ``index``: a key index of a superset of the left-over
+    stored words (the shared index); the pool restricts it to the available ones, so the
+    matching is the same as with an index of the left-over words alone.  ``present_keys``: a
+    superset of the left-over stored words' delete keys (the stored text's
+    :meth:`OverlapText.key_set`).  ``settled(matched, still_possible)``: whether the
+    decision is already known to fail from the matches so far and an upper bound of those
+    still to come; the matching then stops early (complete False, a prefix of the greedy
+    matching)."""
     pool = {w: n for w, n in stored_left.items() if n > 0 and len(w) >= cfg.fuzzy_min_length}
     if not pool:
-        return 0
-    by_key = _key_index(cfg, pool) if index is None else index
+        return 0, True
+    if index is None:
+        by_key: Mapping[str, list[str]] = _key_index(cfg, pool)
+        present: AbstractSet[str] = _keys_of(cfg, pool)
+    else:
+        by_key, present = index, present_keys if present_keys is not None else _keys_of(cfg, pool)
+    md, long_len, shortest = cfg.max_deletes, cfg.long_word_length, cfg.fuzzy_min_length
+    # Only words sharing a delete key with some stored word can match (_depth).
+    todo = [
+        u
+        for u in new_left
+        if len(u) >= shortest and not present.isdisjoint(_word_keys(u, md, long_len))
+    ]
     matched = 0
-    for u in new_left:
-        if len(u) < cfg.fuzzy_min_length:
-            continue
-        best = _best_fuzzy(cfg, u, by_key, pool)
+    for done, u in enumerate(todo):
+        if settled is not None and settled(matched, len(todo) - done):
+            return matched, False
+        best = _best_fuzzy(cfg, u, by_key, pool, present)
         if best is not None:
             pool[best[1]] -= 1
             matched += 1
-    return matched
+    return matched, True
 
 
 def overlap_words(
@@ -339,8 +391,9 @@ def overlap_words(
 
     ``decide=(min_coverage, max_added)``: the caller only needs to know whether
     ``coverage >= min_coverage and added <= max_added``; the fuzzy stage is then skipped
-    when it cannot change that answer (already true after the exact and joined stages, or
-    false even if every eligible left-over word were matched), and ``complete`` is False.
+    when the answer is already true after the exact stage, and skipped or stopped as soon
+    as it is false even if every left-over word that could still match did; ``complete``
+    is then False.
     The answer is the same as with the full matching.
     """
     cfg = config or OverlapConfig()
@@ -356,15 +409,36 @@ def _overlap_counts(
     decide: tuple[float, float] | None,
     stored: OverlapText | None = None,
 ) -> Overlap:
-    common = a & b
-    exact = sum(common.values())
-    stored_left = a - common
-    left_counts = b - common
+    # The multiset intersection over the shared distinct words only (a C-level set
+    # intersection first; Counter's & and - loop over every word in Python).
+    shared = a.keys() & b.keys()
+    get = a.get
+    exact = 0
+    for w in shared:
+        m, n = a[w], b[w]
+        exact += m if m < n else n
+    n_new = len(new)
+    if decide is not None and cfg.max_deletes > 0 and not cfg.match_joined:
+        # Settled before the left-overs are listed: _fuzzy_irrelevant's bound with every
+        # left-over word counted as eligible (never decides differently).
+        most = min(n_new - exact, n_stored - exact)
+        if _holds(decide, exact, exact, n_stored, n_new) or not _holds(
+            decide, exact + most, exact + most, n_stored, n_new
+        ):
+            done = exact >= n_new or exact >= n_stored
+            return Overlap(n_stored, n_new, exact, exact, exact, 0, 0, complete=done)
+    left_counts: dict[str, int] = {}
+    for w, n in b.items():
+        m = get(w, 0)
+        if m < n:
+            left_counts[w] = n - m
+    bget = b.get
+    stored_left = Counter({w: m - bget(w, 0) for w, m in a.items() if m > bget(w, 0)})
     # Left-over new words in text order (the greedy order), each occurrence once.
     new_left: list[str] = []
     if left_counts:
         for w in new:
-            if left_counts[w] > 0:
+            if left_counts.get(w, 0) > 0:
                 left_counts[w] -= 1
                 new_left.append(w)
     joined = 0
@@ -378,8 +452,23 @@ def _overlap_counts(
         ):
             complete = False
         else:
-            index = stored.key_index(cfg) if stored is not None else None
-            fuzzy = _match_fuzzy(cfg, new_left, stored_left, index)
+            settled: Callable[[int, int], bool] | None = None
+            if decide is not None:
+                rule, n_new, s0, n0 = decide, len(new), exact + 2 * joined, exact + joined
+
+                def known(f: int, rest: int) -> bool:
+                    # Cannot hold even if every remaining word matched.  (Not "holds
+                    # already": callers also read the matched count, e.g. the stream's
+                    # floor of matched words, so a passing matching runs to the end.)
+                    return not _holds(rule, s0 + f + rest, n0 + f + rest, n_stored, n_new)
+
+                settled = known
+
+            if stored is None:
+                fuzzy, complete = _match_fuzzy(cfg, new_left, stored_left, settled=settled)
+            else:
+                index, present = stored.key_index(cfg), stored.key_set(cfg)
+                fuzzy, complete = _match_fuzzy(cfg, new_left, stored_left, index, present, settled)
     return Overlap(
         stored_words=n_stored,
         new_words=len(new),
@@ -390,6 +479,12 @@ def _overlap_counts(
         joined=joined,
         complete=complete,
     )
+
+
+def _holds(decide: tuple[float, float], s: int, n: int, n_stored: int, n_new: int) -> bool:
+    cov = s / n_stored if n_stored else 1.0
+    added = 1.0 - n / n_new if n_new else 0.0
+    return cov >= decide[0] and added <= decide[1]
 
 
 def _fuzzy_irrelevant(
@@ -426,42 +521,109 @@ def paragraphs(text: str) -> list[str]:
     return [p for p in _PARAGRAPH_RE.split(text) if p.strip()]
 
 
+class _SharedKeyIndex:
+    """Process-wide delete-key index: key -> every registered word having it.
+
+    Words recur across articles (Zipf), so indexing each distinct word once for all texts
+    replaces building one index per stored text (the hot spot of the stream's word test).
+    Lookups filter the candidates by the text's own words, so the matching is the same as
+    with a per-text index.  Bounded: past ``max_words`` words it is emptied and its
+    ``generation`` advances, and texts re-register their words on their next lookup.
+    """
+
+    def __init__(self, max_words: int) -> None:
+        self.max_words = max_words
+        self.by_key: dict[str, list[str]] = {}
+        self.words: set[str] = set()
+        self.generation = 0
+
+    def register(self, cfg: OverlapConfig, words: Iterable[str]) -> None:
+        fresh = [w for w in words if len(w) >= cfg.fuzzy_min_length and w not in self.words]
+        if len(self.words) + len(fresh) > self.max_words:
+            self.by_key = {}
+            self.words = set()
+            self.generation += 1
+            fresh = [w for w in dict.fromkeys(words) if len(w) >= cfg.fuzzy_min_length]
+        by_key = self.by_key
+        for w in fresh:
+            if w in self.words:
+                continue
+            self.words.add(w)
+            for k in _word_keys(w, cfg.max_deletes, cfg.long_word_length):
+                found = by_key.get(k)
+                if found is None:
+                    by_key[k] = [w]
+                else:
+                    found.append(w)
+
+
+# One shared index per fuzzy setting; 200,000 words (about 1.6 M keys, some 150 MB at most;
+# Reuters-21578 has about 40,000 distinct words).
+_SHARED_MAX_WORDS = 200_000
+_SHARED: dict[tuple[int, int, int], _SharedKeyIndex] = {}
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class OverlapText:
     """A text split into normalised words once, for comparing it with many others.
 
     ``paragraphs``: the words of each paragraph; ``words``: all of them in order;
-    ``counts``: their bag (read-only by convention); ``keys``: the key words
-    (:func:`key_words`) of each paragraph.  Made by :func:`prepare`.
+    ``counts``: their bag (read-only by convention); ``texts``: the paragraphs' raw text
+    (for :meth:`keys`).  Made by :func:`prepare`.
     """
 
     paragraphs: tuple[tuple[str, ...], ...]
     words: tuple[str, ...]
     counts: Counter[str]
-    keys: tuple[tuple[str, ...], ...] = ()
-    # Delete-key index of the distinct words, built on first use per fuzzy setting.
-    key_cache: dict[tuple[int, int, int], dict[str, list[str]]] = dataclasses.field(
+    texts: tuple[str, ...] = ()
+    # Generation of the shared key index this text's words were registered in, per setting.
+    registered: dict[tuple[int, int, int], int] = dataclasses.field(
         default_factory=dict, compare=False, repr=False
     )
+    key_sets: dict[tuple[int, int, int], frozenset[str]] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False
+    )
+    # The key words of each paragraph, computed on first use (most texts never need them).
+    key_memo: list[tuple[tuple[str, ...], ...]] = dataclasses.field(
+        default_factory=list, compare=False, repr=False
+    )
 
-    def key_index(self, cfg: OverlapConfig) -> dict[str, list[str]]:
-        """Delete keys -> the distinct words (of at least ``fuzzy_min_length``) having them."""
+    def key_index(self, cfg: OverlapConfig) -> Mapping[str, list[str]]:
+        """Delete keys -> words having them: a superset of this text's distinct words of at
+        least ``fuzzy_min_length`` (the shared index; filter by :attr:`counts`)."""
         setting = (cfg.max_deletes, cfg.long_word_length, cfg.fuzzy_min_length)
-        found = self.key_cache.get(setting)
+        shared = _SHARED.get(setting)
+        if shared is None:
+            shared = _SHARED[setting] = _SharedKeyIndex(_SHARED_MAX_WORDS)
+        if self.registered.get(setting) != shared.generation:
+            shared.register(cfg, self.counts)
+            self.registered[setting] = shared.generation
+        return shared.by_key
+
+    def key_set(self, cfg: OverlapConfig) -> AbstractSet[str]:
+        """Every delete key of this text's words of at least ``fuzzy_min_length``."""
+        setting = (cfg.max_deletes, cfg.long_word_length, cfg.fuzzy_min_length)
+        found = self.key_sets.get(setting)
         if found is None:
-            found = _key_index(cfg, [w for w in self.counts if len(w) >= cfg.fuzzy_min_length])
-            self.key_cache[setting] = found
+            found = self.key_sets[setting] = frozenset(
+                _keys_of(cfg, (w for w in self.counts if len(w) >= cfg.fuzzy_min_length))
+            )
         return found
+
+    def keys(self, cfg: OverlapConfig) -> tuple[tuple[str, ...], ...]:
+        """The key words (:func:`key_words`, same config as :func:`prepare`) per paragraph."""
+        if not self.key_memo:
+            self.key_memo.append(tuple(tuple(key_words(t, cfg)) for t in self.texts))
+        return self.key_memo[0]
 
 
 def prepare(text: str, config: OverlapConfig | None = None) -> OverlapText:
     """Split ``text`` for :func:`overlap_prepared` (the words of :func:`words`, by paragraph)."""
     cfg = config or OverlapConfig()
-    split = paragraphs(text)
+    split = tuple(paragraphs(text))
     paras = tuple(tuple(words(p, cfg)) for p in split)
     flat = tuple(w for ws in paras for w in ws)
-    keys = tuple(tuple(key_words(p, cfg)) for p in split)
-    return OverlapText(paras, flat, Counter(flat), keys)
+    return OverlapText(paras, flat, Counter(flat), split)
 
 
 def peel_packaging(
@@ -479,7 +641,8 @@ def peel_packaging(
             return True
         if cfg.max_deletes == 0 or len(w) < cfg.fuzzy_min_length:
             return False
-        return _best_fuzzy(cfg, w, stored.key_index(cfg), None) is not None
+        index, present = stored.key_index(cfg), stored.key_set(cfg)
+        return _best_fuzzy(cfg, w, index, vocabulary, present) is not None
 
     def packaging(ws: tuple[str, ...]) -> bool:
         if len(ws) > cfg.packaging_max_words:
@@ -528,39 +691,100 @@ def overlap_prepared(
     return dataclasses.replace(found, packaging=peeled)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class KeyOverlap:
+    """Key words (:func:`key_words`) of a (stored, new) pair found on the other side.
+
+    ``names_*``: capitalised words and words mixing letters and digits; ``figures_*``: runs
+    of digits and month and week-day names.  ``*_new`` / ``*_found``: the new text's key
+    words (packaging peeled) and how many of them occur among the stored text's words;
+    ``*_stored`` / ``*_kept``:
+    the same the other way round.  Ratios are properties (0.0 added / 1.0 kept when a side
+    has none).
+    """
+
+    names_new: int
+    names_found: int
+    figures_new: int
+    figures_found: int
+    names_stored: int
+    names_kept: int
+    figures_stored: int
+    figures_kept: int
+
+    @property
+    def names_added(self) -> float:
+        """Share of the new text's names not in the stored text."""
+        return 1.0 - self.names_found / self.names_new if self.names_new else 0.0
+
+    @property
+    def figures_added(self) -> float:
+        """Share of the new text's figures and dates not in the stored text."""
+        return 1.0 - self.figures_found / self.figures_new if self.figures_new else 0.0
+
+    @property
+    def names_kept_share(self) -> float:
+        """Share of the stored text's names the new text keeps."""
+        return self.names_kept / self.names_stored if self.names_stored else 1.0
+
+    @property
+    def figures_kept_share(self) -> float:
+        """Share of the stored text's figures and dates the new text keeps."""
+        return self.figures_kept / self.figures_stored if self.figures_stored else 1.0
+
+
+def _is_figure(w: str) -> bool:
+    # Runs of digits and calendar words; a run mixing letters and digits (a ticker, or a
+    # word with an OCR confusion such as "l987" or "deb1") is treated like a name.
+    return w.isdigit() or w in _CALENDAR or w == _CALENDAR_TOKEN
+
+
+def _found_counts(
+    cfg: OverlapConfig, keys: Iterable[str], other: OverlapText
+) -> tuple[int, int, int, int]:
+    """(names, names found, figures, figures found) of ``keys`` among ``other``'s words:
+    figures exactly, names exactly or fuzzily (the fuzzy rule of the matching)."""
+    names = names_found = figures = figures_found = 0
+    vocabulary = other.counts
+    for w in keys:
+        if _is_figure(w):
+            figures += 1
+            figures_found += w in vocabulary
+            continue
+        names += 1
+        if w in vocabulary or (
+            cfg.max_deletes > 0
+            and len(w) >= cfg.fuzzy_min_length
+            and _best_fuzzy(cfg, w, other.key_index(cfg), vocabulary, other.key_set(cfg))
+            is not None
+        ):
+            names_found += 1
+    return names, names_found, figures, figures_found
+
+
 def key_overlap(
     stored: OverlapText, new: OverlapText, config: OverlapConfig | None = None
-) -> tuple[float, float]:
-    """``(key_coverage, key_added)``: :func:`overlap`'s coverage and added on the key words
-    (:func:`key_words`: figures and names) alone, after the new text's packaging is peeled.
+) -> KeyOverlap:
+    """How many of each text's key words (:func:`key_words`: names, figures and dates)
+    occur among the other text's words, after the new text's packaging is peeled.
 
-    Key words holding a digit match only exactly (a changed figure is another period's or
-    another company's figure); the others also fuzzily, as in :func:`overlap` (a misspelt
-    name is the same name).  1.0 / 0.0 for a side without key words.  Exact and
-    deterministic; O(k) for k key words plus the fuzzy lookups of the left-over ones.
+    Templated wire items of different issuers or days (dividend notices, bond issues,
+    daily statistics) share the template's words and word order and differ in exactly
+    these; a copy keeps them.  Figures and dates match only exactly (a changed figure is
+    another period's); names also fuzzily, as in :func:`overlap` (a misspelt name is the
+    same name).  A key word is looked up among *all* words of the other text, so a new
+    capitalised headline of the same article's words is not new.  Exact and deterministic;
+    O(k) for k key words plus the fuzzy lookups of the missing names.
     """
     cfg = config or OverlapConfig()
     i, j = peel_packaging(stored, new, cfg)
-    mine = Counter(w for ws in new.keys[i:j] for w in ws)
-    theirs = Counter(w for ws in stored.keys for w in ws)
-    n_new, n_stored = sum(mine.values()), sum(theirs.values())
-    common = mine & theirs
-    matched = sum(common.values())
-    left = mine - common
-    stored_left = theirs - common
-    fuzzy = 0
-    if cfg.max_deletes > 0 and left and stored_left:
-        new_left = sorted(w for w, n in left.items() for _ in range(n) if not _has_digit(w))
-        letters = Counter({w: n for w, n in stored_left.items() if not _has_digit(w)})
-        fuzzy = _match_fuzzy(cfg, new_left, letters)
-    matched += fuzzy
-    coverage = matched / n_stored if n_stored else 1.0
-    added = 1.0 - matched / n_new if n_new else 0.0
-    return coverage, added
-
-
-def _has_digit(w: str) -> bool:
-    return any(c.isdigit() for c in w)
+    n, nf, f, ff = _found_counts(cfg, (w for ws in new.keys(cfg)[i:j] for w in ws), stored)
+    kept = new
+    if i != 0 or j != len(new.paragraphs):
+        kept_words = tuple(w for ws in new.paragraphs[i:j] for w in ws)
+        kept = OverlapText(new.paragraphs[i:j], kept_words, Counter(kept_words), new.texts[i:j])
+    sn, sk, sf, sfk = _found_counts(cfg, (w for ws in stored.keys(cfg) for w in ws), kept)
+    return KeyOverlap(n, nf, f, ff, sn, sk, sf, sfk)
 
 
 def sequence_containment(
@@ -608,7 +832,7 @@ def sequence_containment(
     corrected: list[str] = []
     for w in kept:
         if w not in vocabulary and cfg.max_deletes > 0 and len(w) >= cfg.fuzzy_min_length:
-            best = _best_fuzzy(cfg, w, stored.key_index(cfg), None)
+            best = _best_fuzzy(cfg, w, stored.key_index(cfg), vocabulary, stored.key_set(cfg))
             if best is not None:
                 w = best[1]
         corrected.append(w)
