@@ -247,12 +247,12 @@ def main() -> None:
             "none": StreamConfig(verify="none"),  # seed 003: SimHash only, raw distance rule
             "shingles": StreamConfig(verify="shingles", candidates="simhash"),
             "lcs": StreamConfig(verify="lcs", lsh_threshold=0.2),
-            # The previous defaults: shingle rule, LSH bands for Jaccard 0.2.
+            # The defaults: shingle rule, LSH bands for Jaccard 0.2.
             "shingles+lsh": StreamConfig(verify="shingles", lsh_threshold=0.2),
-            # The rule alone, on the previous candidates, then the defaults (word overlap,
-            # LSH bands for Jaccard 0.1).
-            "overlap+lsh0.2": StreamConfig(lsh_threshold=0.2),
-            "overlap+lsh0.1": StreamConfig(),
+            # The opt-in word-overlap rule on the same candidates, then with its own (LSH
+            # bands for Jaccard 0.1).
+            "overlap+lsh0.2": StreamConfig(verify="overlap", lsh_threshold=0.2),
+            "overlap+lsh0.1": StreamConfig(verify="overlap"),
         }
         for name, config in variants.items():
             run = ingest_run(docs, args.stage_n, config, workdir, batch=args.batch)

@@ -136,7 +136,7 @@ def candidates(result: SynthResult) -> dict[str, Any]:
     out = {}
     for t in (0.2, 0.15, 0.1):
         for ms in (0.0, 0.0625):
-            cfg = StreamConfig(lsh_threshold=t, lsh_min_score=ms)
+            cfg = StreamConfig(verify="overlap", lsh_threshold=t, lsh_min_score=ms)
             ev = pair_evidence(result.pairs, texts, cfg, order)
             cand = ev.candidate(cfg)
             miss = (g == "duplicate") & ~cand
@@ -221,7 +221,7 @@ def main() -> None:
     out["tune"]["pairwise"] = pairwise(tune)
     out["tune"]["candidates"] = candidates(tune)
     out["tune"]["stream"] = {
-        "defaults": through_stream(tune, StreamConfig()),
+        "defaults": through_stream(tune, StreamConfig(verify="overlap")),
         "previous defaults": through_stream(tune, PREVIOUS),
     }
     for k, r in out["tune"]["stream"].items():
@@ -231,7 +231,7 @@ def main() -> None:
         "corpus": "Reuters, SynthConfig() (seed 0, first 1000 originals)",
         "pairs": len(standard.pairs),
         "stream": {
-            "defaults": through_stream(standard, StreamConfig()),
+            "defaults": through_stream(standard, StreamConfig(verify="overlap")),
             "previous defaults": through_stream(standard, PREVIOUS),
         },
     }

@@ -32,7 +32,7 @@ from neardup.evaluation.stream_quality import _date_key, run_stream
 from neardup.evaluation.synth import SynthConfig, synthesize
 from neardup.similarity.overlap import key_overlap, prepare
 
-NO_KEYS = StreamConfig(overlap_names_added=1.0, overlap_figures_added=1.0)
+NO_KEYS = StreamConfig(verify="overlap", overlap_names_added=1.0, overlap_figures_added=1.0)
 SAMPLE_SEED = 7
 SAMPLE_SIZE = 50
 SAMPLE_IDS = [
@@ -229,7 +229,7 @@ def main() -> None:
     by_id = {str(d["id"]): d for d in docs}
     ordered = sorted(docs, key=_date_key)
     runs = {
-        "default": duplicates(ordered, StreamConfig()),
+        "default": duplicates(ordered, StreamConfig(verify="overlap")),
         "previous default": duplicates(ordered, PREVIOUS),
         "word overlap without the key test": duplicates(ordered, NO_KEYS),
     }
@@ -320,7 +320,10 @@ def main() -> None:
     standard = synthesize(docs, SynthConfig())
     out["synthetic"] = {}
     for name, result in (("tune (docs[8000:], seed 1)", tune), ("standard (seed 0)", standard)):
-        for cname, cfg in (("default", StreamConfig()), ("without the key test", NO_KEYS)):
+        for cname, cfg in (
+            ("default", StreamConfig(verify="overlap")),
+            ("without the key test", NO_KEYS),
+        ):
             r = through_stream(result, cfg)
             out["synthetic"][f"{name}, {cname}"] = {
                 "duplicate": r["duplicate"],

@@ -51,7 +51,7 @@ def test_noisy_copies_are_duplicates(reuters_docs: list[dict[str, Any]], tmp_pat
     for edit in ("typos", "ocr"):
         copies = _copies(originals, edit, 0.3, seed=5)
         assert all(label == "duplicate" for *_, label in copies)
-        new = _ingest(StreamConfig(events=NO_EVENTS), tmp_path, originals, copies)
+        new = _ingest(StreamConfig(verify="overlap", events=NO_EVENTS), tmp_path, originals, copies)
         old = _ingest(
             StreamConfig(verify="shingles", lsh_threshold=0.2, events=NO_EVENTS),
             tmp_path,
@@ -74,7 +74,7 @@ def test_noisy_copies_are_duplicates(reuters_docs: list[dict[str, Any]], tmp_pat
 def test_padded_copies_are_similar(reuters_docs: list[dict[str, Any]], tmp_path: Path) -> None:
     originals = _long(reuters_docs, 40)
     copies = _copies(originals, "paragraph_insert", 0.5, seed=9)
-    got = _ingest(StreamConfig(events=NO_EVENTS), tmp_path, originals, copies)
+    got = _ingest(StreamConfig(verify="overlap", events=NO_EVENTS), tmp_path, originals, copies)
     wrong = 0
     for g, (d, _, text, label) in zip(got, copies, strict=True):
         assert isinstance(g, Decision)
@@ -91,7 +91,9 @@ def test_without_stored_text_the_shingle_rule_decides(
     originals = _long(reuters_docs, 30)
     copies = _copies(originals, "sentence_insert", 0.5, seed=2)
     base = {"events": NO_EVENTS, "lsh_threshold": 0.2}
-    blind = _ingest(StreamConfig(store_text=False, **base), tmp_path, originals, copies)
+    blind = _ingest(
+        StreamConfig(verify="overlap", store_text=False, **base), tmp_path, originals, copies
+    )
     shingles = _ingest(StreamConfig(verify="shingles", **base), tmp_path, originals, copies)
     for a, b in zip(blind, shingles, strict=True):
         assert isinstance(a, Decision) and isinstance(b, Decision)
@@ -125,20 +127,33 @@ def test_templated_items_of_another_issuer_are_not_duplicates(
     # another retailer's sales notice (2075 -> 2208) is a different story; a corrected GM
     # story (1081 -> 1202) and a re-written redemption notice (2812 -> 2814) are the same.
     by_id = {d["id"]: d for d in reuters_docs}
-    no_keys = StreamConfig(events=NO_EVENTS, overlap_names_added=1.0, overlap_figures_added=1.0)
+    no_keys = StreamConfig(
+        verify="overlap", events=NO_EVENTS, overlap_names_added=1.0, overlap_figures_added=1.0
+    )
     for stored, new, same in (
         ("reuters-2075", "reuters-2208", False),
         ("reuters-1081", "reuters-1202", True),
         ("reuters-2812", "reuters-2814", True),
     ):
         got = {}
-        for name, cfg in (("default", StreamConfig(events=NO_EVENTS)), ("no keys", no_keys)):
+        for name, cfg in (
+            ("overlap", StreamConfig(verify="overlap", events=NO_EVENTS)),
+            ("no keys", no_keys),
+        ):
             stream = NewsStream(
                 open_store(str(tmp_path / f"{new}-{name.replace(' ', '')}.db")), cfg
             )
             stream.ingest({"id": stored, "text": by_id[stored]["text"]})
             got[name] = stream.ingest({"id": new, "text": by_id[new]["text"]}).status
             stream.close()
-        assert (got["default"] == "duplicate") == same, (stored, new, got)
+        assert (got["overlap"] == "duplicate") == same, (stored, new, got)
         # Without the key-word test all three are duplicates: the test is what decides.
         assert got["no keys"] == "duplicate", (stored, new, got)
+
+
+def test_lsh_threshold_is_derived_from_the_rule_unless_given() -> None:
+    assert StreamConfig().verify == "shingles" and StreamConfig().lsh_threshold == 0.2
+    assert StreamConfig(verify="overlap").lsh_threshold == 0.1
+    assert StreamConfig(verify="overlap", lsh_threshold=0.3).lsh_threshold == 0.3
+    with pytest.raises(ConfigError):
+        StreamConfig(lsh_threshold=0.0)

@@ -91,10 +91,11 @@ def _parse(line_no: int, raw: bytes) -> dict[str, Any] | InputError | None:
 @click.option(
     "--verify",
     type=click.Choice(["none", "shingles", "lcs", "overlap"]),
-    default="overlap",
+    default="shingles",
     show_default=True,
-    help="Verification of candidates (overlap: word overlap robust to spelling noise; "
-    "none: seed 003's SimHash distance rule).",
+    help="Verification of candidates (shingles: directed shingle overlap, the default; "
+    "overlap: word overlap robust to spelling noise, slower; none: seed 003's SimHash "
+    "distance rule).",
 )
 @click.option(
     "--candidates",

@@ -10,11 +10,15 @@ Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's 
    optionally restricted to articles dated within ``window_seconds`` of the new one; with
    ``candidates="simhash+lsh"`` (the default whenever candidates are verified) also the
    MinHash LSH candidates (:class:`~neardup.index.lsh.LSHIndex`, ``lsh_num_perm`` = 32
-   permutations of the same shingle set, bands tuned for ``lsh_threshold`` = 0.1, at least
-   ``lsh_min_score`` of the values equal).  On a tuning benchmark SimHash within 7 bits
-   reaches about 70 % of the duplicate pairs, SimHash + LSH 99 % (misspelt copies have
-   shingle Jaccard near 0.1; ``benchmarks/bench_stream_overlap.py``, docs/stream.md).
-3. **Verify** (``verify="overlap"``, default): the shingle numbers of ``verify="shingles"``
+   permutations of the same shingle set, bands tuned for ``lsh_threshold``, at least
+   ``lsh_min_score`` of the values equal; ``lsh_threshold`` is derived from ``verify``
+   unless given: 0.2 for the shingle rule, 0.1 for ``overlap``, whose misspelt copies have
+   shingle Jaccard near 0.1).  On a tuning benchmark SimHash within 7 bits reaches about
+   70 % of the duplicate pairs, SimHash + LSH at 0.2 98 %, at 0.1 99 %
+   (``benchmarks/bench_stream_overlap.py``, docs/stream.md).
+3. **Verify** (``verify="overlap"``, opt-in; not the default because it costs 2-4x the
+   ingest time on streams full of edited copies and still relates some templated items of
+   another day: docs/stream.md): the shingle numbers of ``verify="shingles"``
    below, then, when both texts are stored and the shingle sets overlap by at least
    ``overlap_min_shingle_overlap``, the duplicate test is the directed word overlap of
    :mod:`neardup.similarity.overlap` (robust to spelling noise, site packaging peeled):
@@ -30,7 +34,7 @@ Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's 
    minus templated items of another issuer or day (docs/stream.md, "Templated items").
    Similar and unrelated as for ``shingles``; without stored text the shingle rule
    decides.
-   ``verify="shingles"`` (previous default): exact Jaccard and *directed* containment of the
+   ``verify="shingles"`` (default): exact Jaccard and *directed* containment of the
    shingle sets: ``containment`` = the share of the new article's shingles found in the stored
    one, ``coverage`` = the share of the stored article's shingles found in the new one.  A
    candidate is a *duplicate* when ``containment >= duplicate_min_containment`` and
@@ -145,7 +149,7 @@ class StreamConfig(Config):
       ``"simhash+lsh"`` (plus MinHash LSH, ``lsh_num_perm`` permutations, bands tuned for
       ``lsh_threshold``); ``"auto"`` (default) resolves to ``"simhash+lsh"`` unless
       ``verify="none"``, which keeps seed 003's SimHash-only mode.
-    * Word-overlap rule (``verify="overlap"``, default): as below, but once the shingle
+    * Word-overlap rule (``verify="overlap"``, opt-in): as below, but once the shingle
       sets overlap by ``overlap_min_shingle_overlap`` and both texts are stored, duplicate
       when the word ``coverage >= overlap_min_coverage``, ``added <= overlap_max_added``,
       the corrected word ``overlap_sequence_width``-gram containment >=
@@ -176,9 +180,9 @@ class StreamConfig(Config):
     similar_max_distance: int = 7
     candidates: str = "auto"
     lsh_num_perm: int = 32
-    lsh_threshold: float = 0.1
+    lsh_threshold: float | None = None
     lsh_min_score: float = 0.0625
-    verify: str = "overlap"
+    verify: str = "shingles"
     duplicate_min_jaccard: float = 0.5
     duplicate_min_containment: float = 0.5
     duplicate_min_coverage: float = 0.5
@@ -221,6 +225,9 @@ class StreamConfig(Config):
             resolved = "simhash" if self.verify == "none" else "simhash+lsh"
             object.__setattr__(self, "candidates", resolved)
         check_int("lsh_num_perm", self.lsh_num_perm, low=8, high=1024)
+        if self.lsh_threshold is None:
+            # Derived unless given: the word-overlap rule was tuned with looser candidates.
+            object.__setattr__(self, "lsh_threshold", 0.1 if self.verify == "overlap" else 0.2)
         check_range(
             "lsh_threshold", self.lsh_threshold, low=0.0, high=1.0, low_open=True, high_open=True
         )

@@ -705,9 +705,9 @@ def _clough_goal(methods: Mapping[str, Any]) -> str:
         )
     if "overlap" in methods:
         text += (
-            "`overlap` is the stream's *duplicate decision* (issue 7's F1 goal), not a graded "
-            "measure: its score is 0 once more than 20 % of a text is new, as in every Clough "
-            "answer, so it does not rank levels of reuse and is not meant to."
+            '`overlap` is the stream\'s opt-in *duplicate decision* (`verify="overlap"`), '
+            "not a graded measure: its score is 0 once more than 20 % of a text is new, as in "
+            "every Clough answer, so it does not rank levels of reuse and is not meant to."
         )
     return text + "\n"
 

@@ -778,7 +778,7 @@ def default_variants() -> dict[str, StreamConfig]:
     return {
         "default": StreamConfig(),
         # The defaults before the word-overlap rule (docs/stream.md, issue 7).
-        "previous default": StreamConfig(verify="shingles", lsh_threshold=0.2),
+        "verify=overlap": StreamConfig(verify="overlap"),
         "candidates=simhash": StreamConfig(candidates="simhash"),
         "verify=none": StreamConfig(verify="none"),
     }
