@@ -229,7 +229,12 @@ class StreamConfig(Config):
             # Derived unless given: the word-overlap rule was tuned with looser candidates.
             object.__setattr__(self, "lsh_threshold", 0.1 if self.verify == "overlap" else 0.2)
         check_range(
-            "lsh_threshold", self.lsh_threshold, low=0.0, high=1.0, low_open=True, high_open=True
+            "lsh_threshold",
+            self.lsh_band_threshold,
+            low=0.0,
+            high=1.0,
+            low_open=True,
+            high_open=True,
         )
         check_range("lsh_min_score", self.lsh_min_score, low=0.0, high=1.0)
         if self.candidates != "simhash" and self.verify == "none":
@@ -273,6 +278,13 @@ class StreamConfig(Config):
             raise ConfigError("events must be an EventConfig")
         if self.events.max_distance > 63:
             raise ConfigError("events.max_distance must be < 64")
+
+    @property
+    def lsh_band_threshold(self) -> float:
+        """``lsh_threshold`` as derived from ``verify`` unless given (resolved at construction)."""
+        if self.lsh_threshold is None:  # only before __post_init__ has run
+            raise ConfigError("lsh_threshold is not resolved yet")
+        return self.lsh_threshold
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -470,7 +482,9 @@ class NewsStream:
         if self.config.candidates != "simhash+lsh":
             return None
         return LSHIndex(
-            num_perm=self.config.lsh_num_perm, threshold=self.config.lsh_threshold, buffer_size=256
+            num_perm=self.config.lsh_num_perm,
+            threshold=self.config.lsh_band_threshold,
+            buffer_size=256,
         )
 
     def _minhash(self, shingles: npt.NDArray[Any]) -> Signature:

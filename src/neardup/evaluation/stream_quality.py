@@ -399,7 +399,7 @@ def pair_evidence(
         num_perm=config.lsh_num_perm, width=config.shingles.width, text=config.shingles.text
     )
     bands, rows = LSHIndexConfig(
-        num_perm=config.lsh_num_perm, threshold=config.lsh_threshold
+        num_perm=config.lsh_num_perm, threshold=config.lsh_band_threshold
     ).band_layout
     fp: dict[str, int] = {}
     sh: dict[str, npt.NDArray[Any]] = {}
@@ -638,7 +638,7 @@ def exact_groups(
 def _stream_config_dict(scfg: StreamConfig) -> dict[str, Any]:
     """The decision parameters of a stream configuration (what the report quotes)."""
     bands, rows = LSHIndexConfig(
-        num_perm=scfg.lsh_num_perm, threshold=scfg.lsh_threshold
+        num_perm=scfg.lsh_num_perm, threshold=scfg.lsh_band_threshold
     ).band_layout
     return {
         "verify": scfg.verify,
@@ -823,7 +823,7 @@ def stream_quality(
             c.simhash.scheme_id,
             c.shingles.scheme_id,
             c.lsh_num_perm,
-            c.lsh_threshold,
+            c.lsh_band_threshold,
             c.lsh_min_score,
         )
         if key not in cache:
