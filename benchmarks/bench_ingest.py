@@ -287,7 +287,7 @@ def main() -> None:
         out["durability"] = durability
         out["baseline"] = baseline_simhash(docs, args.stage_n)
         print("baseline", out["baseline"])
-        ours = stages["overlap+lsh0.1"]["articles_per_cpu_s"]  # the defaults
+        ours = stages["shingles+lsh"]["articles_per_cpu_s"]  # the defaults
         theirs = out["baseline"]["articles_per_cpu_s"]
         out["ratio_neardup_vs_simhash_pkg_per_cpu_s"] = round(ours / theirs, 2)
         print("ratio per CPU second", out["ratio_neardup_vs_simhash_pkg_per_cpu_s"])
