@@ -22,6 +22,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 #: The shared data folder (``shared/data`` beside the repository); ``NEARDUP_DATA`` overrides.
 DATA = Path(os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 #: Reuters-21578 in wire (chronological) order, one JSON object per line.
@@ -168,3 +170,17 @@ def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
         fn()
         out.append((time.perf_counter() - start) * 1e6)
     return out
+
+
+def prf(pred: Any, gold: Any) -> dict[str, float | int]:
+    """Precision, recall, F1 (4 decimals) and error counts of boolean predictions vs gold."""
+    tp = int(np.sum(pred & gold))
+    p = tp / max(1, int(np.sum(pred)))
+    r = tp / max(1, int(np.sum(gold)))
+    return {
+        "precision": round(p, 4),
+        "recall": round(r, 4),
+        "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
+        "false_positives": int(np.sum(pred & ~gold)),
+        "false_negatives": int(np.sum(~pred & gold)),
+    }

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import machine, read_reuters, save
+from _common import machine, prf, read_reuters, save
 from neardup.detect.stream import StreamConfig
 from neardup.evaluation.stream_quality import (
     pair_evidence,
@@ -56,19 +56,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "packaging <= 15 words": {"packaging_max_words": 15},
     "packaging found < 0.5": {"packaging_min_found": 0.5},
 }
-
-
-def prf(pred: np.ndarray, gold: np.ndarray) -> dict[str, float | int]:
-    tp = int(np.sum(pred & gold))
-    p = tp / max(1, int(pred.sum()))
-    r = tp / max(1, int(gold.sum()))
-    return {
-        "precision": round(p, 4),
-        "recall": round(r, 4),
-        "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
-        "false_positives": int(np.sum(pred & ~gold)),
-        "false_negatives": int(np.sum(~pred & gold)),
-    }
 
 
 def oriented(result: SynthResult) -> list[tuple[str, str, dict[str, Any]]]:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import machine, read_reuters, save
+from _common import machine, prf, read_reuters, save
 from neardup.detect.stream import StreamConfig
 from neardup.evaluation.stream_quality import stream_order
 from neardup.evaluation.synth import SynthConfig, synthesize
@@ -83,17 +83,6 @@ def features(pairs: list[dict[str, Any]], texts: dict[str, str], order: dict[str
             }
         )
     return rows
-
-
-def prf(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
-    tp = int(np.sum(pred & gold))
-    p = tp / max(1, int(pred.sum()))
-    r = tp / max(1, int(gold.sum()))
-    return {
-        "precision": round(p, 4),
-        "recall": round(r, 4),
-        "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
-    }
 
 
 def arrays(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
