@@ -222,7 +222,14 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--stage-n", type=int, default=8_000)
     ap.add_argument("--skip-main", action="store_true")
+    ap.add_argument("--main-only", action="store_true", help="skip stages, durability, baseline")
     ap.add_argument("--out", default="ingest", help="results/<out>.json (e.g. ingest_1m)")
+    ap.add_argument(
+        "--verify",
+        choices=("shingles", "overlap", "lcs", "none"),
+        default=None,
+        help="the main run's rule (default: StreamConfig's default)",
+    )
     args = ap.parse_args()
     docs = load_reuters()
     out: dict[str, Any] = {
@@ -232,7 +239,7 @@ def main() -> None:
     }
     workdir = Path(tempfile.mkdtemp(prefix="nd-bench-ingest-"))
     try:
-        default = StreamConfig()
+        default = StreamConfig() if args.verify is None else StreamConfig(verify=args.verify)
         if not args.skip_main:
             main_run = ingest_run(
                 docs, args.n, default, workdir, batch=args.batch, time_limit=args.time_limit
@@ -241,6 +248,10 @@ def main() -> None:
             main_run["peak_rss_mb"] = round(peak_rss_mb(), 1)
             out["main"] = main_run
             print("main", json.dumps(main_run))
+        if args.main_only:
+            out["peak_rss_mb_process"] = round(peak_rss_mb(), 1)
+            print("wrote", save(args.out, out))
+            return
         stages: dict[str, Any] = {}
         decided: dict[str, dict[str, tuple[str, str | None]]] = {}
         variants = {

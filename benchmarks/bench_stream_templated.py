@@ -1,25 +1,35 @@
-"""Precision of the stream's word-overlap rule on real Reuters (issue 7 follow-up): templated
-items of another issuer or another day (dividend notices, bond issues, daily statistics)
-must not be duplicates; docs/stream.md, "Templated items".
+"""Precision of the stream's word-overlap rule on real Reuters (issue 7): templated items
+of another issuer or another day (dividend notices, bond issues, daily statistics) must not
+be duplicates; docs/stream.md, "Templated items".
 
-* Reuters-21578 through ``NewsIndex`` (SQLite) in date order with the default rule, the
-  previous default (``verify="shingles"``, LSH for Jaccard 0.2) and the word-overlap rule
-  without the key-word test (names and figures, ``similarity.overlap.key_overlap``).
-* The pairs (article, duplicate_of) the word-overlap rule *without* the key test calls
-  duplicate and the previous default does not: a random sample of 50 (seed 7), each judged
-  by reading title and text (``JUDGED`` below: same story = re-send, correction, update of
-  the same item; different story = another issuer, company, country, or figures of another
-  period), and how many of each kind the default rule still calls duplicate.
-* Duplicate P/R/F1 of the default rule on the tuning benchmark (Reuters docs[8000:], synth
-  seed 1) and, once, on the standard one (seed 0).
+* Reuters-21578 through ``NewsIndex`` (SQLite) in date order with four rules: the default
+  (word overlap with the names test and the figures window of 18 h), the shingle rule
+  (``verify="shingles"``, LSH for Jaccard 0.2; the default before), the word rule with one
+  figures test for every gap (``overlap_figures_window_seconds=None``), and the word rule
+  without any names/figures test.
+* Three judged samples of (article, original) pairs, each judged by reading title and text
+  of both articles (same story = re-send, correction, update of the same item; different
+  story = another issuer, company, country, or figures of another period):
+  1. 50 of the pairs the rule without key test adds to the shingle rule's (seed 7; ``SAME``
+     and ``WHY`` below), 2. 30 of those the one-figures-test rule still adds (seed 8;
+     ``HELD_*``), both judged in the session that built the test; 3. a blind sample
+     (``benchmarks/judged/reuters_blind.json``): 40 of the pairs only the default makes (not
+     judged before; seed 11) and 40 of those only the shingle rule makes (seed 12), shuffled
+     (seed 13), judged without knowing which rule made the pair.  The script re-draws every
+     sample and stops if the pairs are no longer the judged ones.
+* For each rule, how many judged pairs of each kind it calls duplicate; for the default and
+  the shingle rule, the estimated different-story pairs among those only one of them makes.
+* Duplicate P/R/F1 of the rules on the tuning benchmark (Reuters docs[8000:], synth seed 1)
+  and on the standard one (seed 0).
 
-Run:  /work/venv/bin/python benchmarks/bench_stream_templated.py   (about 2 minutes)
+Run:  /work/venv/bin/python benchmarks/bench_stream_templated.py   (about 3 minutes)
 Writes benchmarks/results/stream_templated.json.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import tempfile
 from pathlib import Path
@@ -32,7 +42,13 @@ from neardup.evaluation.stream_quality import _date_key, run_stream
 from neardup.evaluation.synth import SynthConfig, synthesize
 from neardup.similarity.overlap import key_overlap, prepare
 
-NO_KEYS = StreamConfig(verify="overlap", overlap_names_added=1.0, overlap_figures_added=1.0)
+# The default rule (word overlap, figures window 18 h), its version with one figures test for
+# every gap (session 2), and without the names/figures test at all.
+DEFAULT = StreamConfig(verify="overlap")
+ONE_FIGURES_TEST = dataclasses.replace(DEFAULT, overlap_figures_window_seconds=None)
+NO_KEYS = dataclasses.replace(ONE_FIGURES_TEST, overlap_names_added=1.0, overlap_figures_added=1.0)
+ROOT = Path(__file__).resolve().parents[1]
+BLIND_PATH = ROOT / "benchmarks" / "judged" / "reuters_blind.json"
 SAMPLE_SEED = 7
 SAMPLE_SIZE = 50
 SAMPLE_IDS = [
@@ -224,20 +240,80 @@ def duplicates(docs: list[dict[str, Any]], config: StreamConfig) -> dict[str, st
     }
 
 
+def _pair(by_id: dict[str, dict[str, Any]], new: str, stored: str) -> dict[str, Any]:
+    return {
+        "new": new,
+        "stored": stored,
+        "new_title": by_id[new].get("title"),
+        "stored_title": by_id[stored].get("title"),
+        "new_date": by_id[new].get("date"),
+        "stored_date": by_id[stored].get("date"),
+    }
+
+
+def _kept(pairs: list[dict[str, Any]], dups: dict[str, str]) -> dict[str, int]:
+    """How many judged pairs of each kind a rule calls duplicate (of that original)."""
+    out = {"same story": 0, "different story": 0}
+    for j in pairs:
+        if dups.get(j["new"]) == j["stored"] and j["judgement"] in out:
+            out[j["judgement"]] += 1
+    return out
+
+
+def _blind(
+    runs: dict[str, dict[str, str]], judged_before: set[tuple[str, str]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Re-draw the blind sample and attach the stored judgements (exit if they no longer
+    belong to the same pairs), and estimate the different-story pairs on each side."""
+    blind = json.loads(BLIND_PATH.read_text())
+    now, shingles = runs["default"], runs["shingle rule"]
+    only_now = sorted((i, o) for i, o in now.items() if shingles.get(i) != o)
+    only_shingles = sorted((i, o) for i, o in shingles.items() if now.get(i) != o)
+    fresh = [x for x in only_now if x not in judged_before]
+    seeds, size = blind["seeds"], blind["size_each"]
+    items = [("overlap", x) for x in random.Random(seeds["default_only"]).sample(fresh, size)]
+    items += [
+        ("shingles", x) for x in random.Random(seeds["shingles_only"]).sample(only_shingles, size)
+    ]
+    random.Random(seeds["shuffle"]).shuffle(items)
+    got = [(rule, new, stored) for rule, (new, stored) in items]
+    want = [(j["rule"], j["new"], j["stored"]) for j in blind["pairs"]]
+    if got != want:  # the judgements belong to these pairs
+        raise SystemExit("the rules' decisions changed: re-judge the blind sample")
+
+    def rate(rule: str) -> float:
+        mine = [j for j in blind["pairs"] if j["rule"] == rule]
+        return sum(j["judgement"] == "different story" for j in mine) / len(mine)
+
+    prior = [x for x in only_now if x in judged_before]
+    return blind["pairs"], {
+        "default_only_pairs": len(only_now),
+        "default_only_judged_before": len(prior),
+        "default_only_blind_different_share": rate("overlap"),
+        "shingles_only_pairs": len(only_shingles),
+        "shingles_only_blind_different_share": rate("shingles"),
+        "shingles_only_estimated_different": round(len(only_shingles) * rate("shingles"), 1),
+        "_prior": prior,
+        "_fresh": len(fresh),
+    }
+
+
 def main() -> None:
     docs = list(read_reuters())
     by_id = {str(d["id"]): d for d in docs}
     ordered = sorted(docs, key=_date_key)
     runs = {
-        "default": duplicates(ordered, StreamConfig(verify="overlap")),
-        "previous default": duplicates(ordered, PREVIOUS),
+        "default": duplicates(ordered, DEFAULT),
+        "shingle rule": duplicates(ordered, PREVIOUS),
+        "one figures test": duplicates(ordered, ONE_FIGURES_TEST),
         "word overlap without the key test": duplicates(ordered, NO_KEYS),
     }
-    prev, loose, now = (
-        runs["previous default"],
+    prev, loose, v0 = (
+        runs["shingle rule"],
         runs["word overlap without the key test"],
-        runs["default"],
+        runs["one figures test"],
     )
+    # Sample 1 (session 2, judged by the lead): pairs the rule without key test adds.
     extra = sorted(i for i, o in loose.items() if prev.get(i) != o)
     sample = random.Random(SAMPLE_SEED).sample(extra, SAMPLE_SIZE)
     if sample != SAMPLE_IDS:  # the judgements belong to these pairs
@@ -249,79 +325,87 @@ def main() -> None:
         judged.append(
             {
                 "index": k,
-                "new": i,
-                "stored": loose[i],
-                "new_title": by_id[i].get("title"),
-                "stored_title": stored.get("title"),
-                "new_date": by_id[i].get("date"),
-                "stored_date": stored.get("date"),
+                **_pair(by_id, i, loose[i]),
                 "judgement": "same story" if k in SAME else "different story",
                 "why": WHY[k],
-                "default_still_duplicate": now.get(i) == loose[i],
                 "key_overlap": {
                     f: getattr(ko, f) for f in (x.name for x in dataclasses.fields(ko))
                 },
             }
         )
-    still = [j for j in judged if j["default_still_duplicate"]]
-    rest = sorted(i for i, o in now.items() if prev.get(i) != o and i not in set(sample))
+    # Sample 2 (session 2, judged after the one-figures-test thresholds were fixed).
+    rest = sorted(i for i, o in v0.items() if prev.get(i) != o and i not in set(sample))
     held = random.Random(HELD_SEED).sample(rest, HELD_SIZE)
     if held != HELD_IDS:  # the judgements belong to these pairs
-        raise SystemExit("the default's decisions changed: re-judge the held-out sample")
+        raise SystemExit("the rule's decisions changed: re-judge the held-out sample")
     held_judged = [
         {
             "index": k,
-            "new": i,
-            "stored": now[i],
-            "new_title": by_id[i].get("title"),
-            "stored_title": by_id[now[i]].get("title"),
-            "new_date": by_id[i].get("date"),
-            "stored_date": by_id[now[i]].get("date"),
+            **_pair(by_id, i, v0[i]),
             "judgement": "same story" if k in HELD_SAME else "different story",
             "why": HELD_WHY[k],
         }
         for k, i in enumerate(held)
     ]
-    extra_now = sorted(i for i, o in now.items() if prev.get(i) != o)
+    before = {(j["new"], j["stored"]) for j in judged + held_judged}
+    blind_pairs, estimate = _blind(runs, before)
+    prior = estimate.pop("_prior")
+    fresh = estimate.pop("_fresh")
+    prior_diff = sum(
+        1
+        for j in judged + held_judged
+        if (j["new"], j["stored"]) in set(prior) and j["judgement"] == "different story"
+    )
+    estimate["default_only_judged_before_different"] = prior_diff
+    estimate["default_only_estimated_different"] = round(
+        prior_diff + fresh * estimate["default_only_blind_different_share"], 1
+    )
     out: dict[str, Any] = {
         "machine": machine(("neardup", "numpy", "numba", "xxhash")),
+        "configs": {
+            "default": "StreamConfig() (verify='overlap', figures window 18 h)",
+            "shingle rule": "StreamConfig(verify='shingles') (LSH 0.2; the default before)",
+            "one figures test": "verify='overlap', overlap_figures_window_seconds=None",
+            "word overlap without the key test": "verify='overlap', names/figures tests off",
+        },
         "reuters_duplicate_decisions": {k: len(v) for k, v in runs.items()},
-        "extra_vs_previous_default": {
-            "word overlap without the key test": len(extra),
-            "default": len(extra_now),
+        "pairs_not_made_by_the_shingle_rule": {
+            k: sum(1 for i, o in v.items() if prev.get(i) != o)
+            for k, v in runs.items()
+            if k != "shingle rule"
         },
-        "sample": {
-            "seed": SAMPLE_SEED,
-            "size": SAMPLE_SIZE,
-            "same_story": sum(1 for j in judged if j["judgement"] == "same story"),
-            "different_story": sum(1 for j in judged if j["judgement"] == "different story"),
-            "default_still_duplicate_same_story": sum(
-                1 for j in still if j["judgement"] == "same story"
-            ),
-            "default_still_duplicate_different_story": sum(
-                1 for j in still if j["judgement"] == "different story"
-            ),
-            "pairs": judged,
+        "kept_of_judged": {
+            sname: {rname: _kept(pairs, run) for rname, run in runs.items()}
+            for sname, pairs in (
+                ("sample", judged),
+                ("held_out", held_judged),
+                ("blind", blind_pairs),
+            )
         },
-        "held_out_sample_of_the_default_extras": {
+        "default_vs_shingle_rule": estimate,
+        "sample": {"seed": SAMPLE_SEED, "size": SAMPLE_SIZE, "pairs": judged},
+        "held_out_sample": {
             "seed": HELD_SEED,
             "size": HELD_SIZE,
             "from": len(rest),
-            "same_story": sum(1 for j in held_judged if j["judgement"] == "same story"),
-            "different_story": sum(1 for j in held_judged if j["judgement"] == "different story"),
             "pairs": held_judged,
         },
+        "blind_sample": {"file": str(BLIND_PATH.relative_to(ROOT)), "pairs": blind_pairs},
     }
-    for key in ("sample", "held_out_sample_of_the_default_extras"):
-        print(key, {k: v for k, v in out[key].items() if k != "pairs"})
-    print(out["extra_vs_previous_default"])
-    print(out["reuters_duplicate_decisions"])
+    for key in (
+        "reuters_duplicate_decisions",
+        "pairs_not_made_by_the_shingle_rule",
+        "kept_of_judged",
+        "default_vs_shingle_rule",
+    ):
+        print(key, json.dumps(out[key], indent=1))
     tune = synthesize(docs[TUNE_OFFSET:], SynthConfig(seed=1))
     standard = synthesize(docs, SynthConfig())
     out["synthetic"] = {}
     for name, result in (("tune (docs[8000:], seed 1)", tune), ("standard (seed 0)", standard)):
         for cname, cfg in (
-            ("default", StreamConfig(verify="overlap")),
+            ("default", DEFAULT),
+            ("one figures test", ONE_FIGURES_TEST),
             ("without the key test", NO_KEYS),
         ):
             r = through_stream(result, cfg)

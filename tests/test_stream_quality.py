@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import itertools
 import json
@@ -49,9 +50,21 @@ def streamed(bench: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     return order, decisions, refused
 
 
-def _brute_verdict(a: str, b: str, texts: dict[str, str], cfg: StreamConfig) -> str:
+def _utc(iso: str) -> dt.datetime:
+    d = dt.datetime.fromisoformat(iso)
+    return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
+
+
+def _brute_verdict(
+    a: str,
+    b: str,
+    texts: dict[str, str],
+    cfg: StreamConfig,
+    dates: dict[str, str | None] | None = None,
+) -> str:
     """The stream's rule recomputed from scratch for stored ``a`` and new ``b``: popcount
-    distance or brute-force LSH banding for the candidate, Python sets for the verdict."""
+    distance or brute-force LSH banding for the candidate, Python sets for the verdict
+    (``dates``: ISO dates by id, for the figures window of the word-overlap rule)."""
     fa = int(sign_simhash(texts[a], cfg.simhash).values[0])
     fb = int(sign_simhash(texts[b], cfg.simhash).values[0])
     ha = sign_shingles(texts[a], cfg.shingles).values
@@ -104,11 +117,18 @@ def _brute_verdict(a: str, b: str, texts: dict[str, str], cfg: StreamConfig) -> 
         # Names or figures replaced by others' (tested against a brute-force scan in
         # tests/test_overlap.py): a templated item of another issuer or day.
         k = key_overlap(pa, pb, cfg.overlap)
-        if (
+        da, db = (dates or {}).get(a), (dates or {}).get(b)
+        window = cfg.overlap_figures_window_seconds
+        if window is None or da is None or db is None:
+            other_figures = (
+                k.figures_added > cfg.overlap_figures_added
+                and k.figures_kept_share < cfg.overlap_figures_kept
+            )
+        else:
+            gap = abs(_utc(db) - _utc(da)).total_seconds()
+            other_figures = gap > window and (k.figures_added > 0 or k.figures_kept_share < 1)
+        if other_figures or (
             k.names_added > cfg.overlap_names_added and k.names_kept_share < cfg.overlap_names_kept
-        ) or (
-            k.figures_added > cfg.overlap_figures_added
-            and k.figures_kept_share < cfg.overlap_figures_kept
         ):
             dup = False
     if dup:
@@ -138,6 +158,7 @@ def test_verdicts_and_per_edit_counts_match_a_brute_force_recount(
     assert not refused
     cfg = StreamConfig()
     texts = {d["id"]: d["text"] for d in bench.docs}
+    dates = {d["id"]: d.get("date") for d in bench.docs}
     ids = [d["id"] for d in order]
     verdicts = pair_verdicts(bench.pairs, decisions, {i: k for k, i in enumerate(ids)})
     brute: dict[tuple[str, str, str, str], int] = {}
@@ -155,7 +176,7 @@ def test_verdicts_and_per_edit_counts_match_a_brute_force_recount(
             if by_hand == "none" and dec.status == "duplicate" and dec.duplicate_of == a:
                 by_hand = "duplicate"
             assert got == by_hand
-            assert got == _brute_verdict(a, b, texts, cfg), (p, got)
+            assert got == _brute_verdict(a, b, texts, cfg, dates), (p, got)
             key = (p["edit"], p["labels"][rule], got)
             brute[(rule, *key)] = brute.get((rule, *key), 0) + 1
     edits = [p["edit"] for p in bench.pairs]

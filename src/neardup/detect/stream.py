@@ -28,8 +28,9 @@ Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's 
    matched or ``jaccard >= duplicate_min_jaccard`` (short notices), and the names and
    figures not *replaced* (:func:`~neardup.similarity.overlap.key_overlap`; replaced =
    more than ``overlap_names_added`` of the new article's names absent from the stored one
-   while less than ``overlap_names_kept`` of the stored one's are kept; the same for
-   figures and dates):
+   while less than ``overlap_names_kept`` of the stored one's are kept; figures and
+   dates may change within ``overlap_figures_window_seconds`` of the stored article's
+   date, not at all beyond it):
    seed 000's "same article after some editing", with the editorial label's thresholds,
    minus templated items of another issuer or day (docs/stream.md, "Templated items").
    Similar and unrelated as for ``shingles``; without stored text the shingle rule
@@ -107,6 +108,7 @@ from neardup.index.hamming import HammingIndex
 from neardup.index.lsh import LSHIndex
 from neardup.records import Article
 from neardup.similarity import longest_common_substring
+from neardup.similarity._overlap_kernels import sorted_intersection_size
 from neardup.similarity.overlap import (
     OverlapConfig,
     OverlapText,
@@ -136,8 +138,14 @@ _US = 1_000_000
 _CHECKPOINT_VERSION = 1
 # Stored articles' prepared words (and their delete-key set, once built) kept for
 # verify="overlap"; texts never change under a seq, so the cache is always valid.  Bounded
-# to 1,024 articles (peak RSS of the ingest benchmark in docs/stream.md, "Throughput").
-_OVERLAP_CACHE = 1024
+# to 4,096 articles (words interned, shared between texts: about 10 KB an article, some
+# 40 MB; delete-key sets are kept for 1,024 texts at most, see similarity.overlap).  On the
+# replicated Reuters stream a copy meets its original about 20,000 articles later; 4,096
+# entries cut the misses of 1,024 by 58 % (peak RSS of the 50,000-article run +40 MB).
+_OVERLAP_CACHE = 4096
+# Stored canonical articles' shingle values (about 1 KB an article on Reuters: some 20 MB),
+# to tell most candidates unrelated without reading them from the store.
+_SHINGLE_CACHE = 16384
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -156,8 +164,11 @@ class StreamConfig(Config):
       ``overlap_min_sequence`` and ``overlap_min_matched`` words match (or ``jaccard >=
       duplicate_min_jaccard``) and the key words are not replaced (names: more than
       ``overlap_names_added`` of the new article's names absent from the stored one while
-      less than ``overlap_names_kept`` of the stored one's are kept; figures and dates
-      likewise with ``overlap_figures_*``; 1.0 added turns a test off); ``overlap``
+      less than ``overlap_names_kept`` of the stored one's are kept; figures and dates:
+      free within ``overlap_figures_window_seconds`` (18 h; a same-day correction or
+      update), no other figure beyond it (the next report of a template), and when either
+      date is unknown or the window is ``None`` more than ``overlap_figures_added`` new
+      while less than ``overlap_figures_kept`` kept; 1.0 added turns a test off); ``overlap``
       configures the measure
       (:class:`~neardup.similarity.overlap.OverlapConfig`).  LSH-only candidates need
       ``lsh_min_score`` of their MinHash values equal.
@@ -200,6 +211,7 @@ class StreamConfig(Config):
     overlap_names_kept: float = 0.7
     overlap_figures_added: float = 0.3
     overlap_figures_kept: float = 0.7
+    overlap_figures_window_seconds: float | None = 64_800.0
     overlap: OverlapConfig = dataclasses.field(default_factory=OverlapConfig)
     similar_limit: int = 10
     window_seconds: float | None = None
@@ -252,6 +264,12 @@ class StreamConfig(Config):
             "overlap_min_shingle_overlap", self.overlap_min_shingle_overlap, low=0.0, high=1.0
         )
         check_range("overlap_min_sequence", self.overlap_min_sequence, low=0.0, high=1.0)
+        if self.overlap_figures_window_seconds is not None:
+            check_range(
+                "overlap_figures_window_seconds",
+                self.overlap_figures_window_seconds,
+                low=0.0,
+            )
         if self.overlap_accept_containment is not None:
             check_range(
                 "overlap_accept_containment", self.overlap_accept_containment, low=0.0, high=1.0
@@ -406,6 +424,11 @@ def _date_us(article: Article) -> int | None:
     return (delta.days * 86_400 + delta.seconds) * _US + delta.microseconds
 
 
+def _gap_us(a: int | None, b: int | None) -> int | None:
+    """Microseconds between two dates, ``None`` when either is unknown."""
+    return None if a is None or b is None else abs(a - b)
+
+
 def text_hash(text: str) -> str:
     """128-bit content hash of an article's text (xxh3_128, hex): equal text, equal hash."""
     return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
@@ -453,6 +476,12 @@ class NewsStream:
         self._log_seq = 0
         self._since_checkpoint = 0
         self._overlap_cache: OrderedDict[int, OverlapText] = OrderedDict()
+        # Stored canonical articles' shingle values by seq (LRU, _SHINGLE_CACHE entries):
+        # most candidates are verified unrelated from these alone, without a store read.
+        self._shingle_cache: OrderedDict[int, npt.NDArray[Any]] = OrderedDict()
+        # The in-memory index the seq caches were filled under: _load replaces it (a rolled
+        # back batch may give its seqs to other articles), and the caches are then dropped.
+        self._caches_index: HammingIndex | None = None
         self.stats = {"restored_from_checkpoint": 0, "replayed_log_entries": 0}
         self._load()
 
@@ -868,7 +897,10 @@ class NewsStream:
                     lsh_only.add(int(key))
         if not distance and not lsh_only:
             return [], {}
-        rows = self.store.get_many_by_seq([*distance, *sorted(lsh_only)])
+        wanted = self._maybe_related([*distance, *sorted(lsh_only)], shingles, text)
+        if not wanted:
+            return [], {}
+        rows = self.store.get_many_by_seq(wanted)
         for row in rows:
             if row.seq in lsh_only:
                 distance[row.seq] = (row.fingerprint ^ fingerprint).bit_count()
@@ -891,7 +923,9 @@ class NewsStream:
                     continue
             elif since_us is not None or until_us is not None:
                 continue
-            match = self._verify(row, distance[row.seq], a, shingles, text, new_text)
+            match = self._verify(
+                row, distance[row.seq], a, shingles, text, new_text, date_us=date_us
+            )
             if match is None:  # verified unrelated (overlap below similar_min_overlap)
                 continue
             matches.append(match)
@@ -908,6 +942,8 @@ class NewsStream:
         shingles: Signature,
         text: str | None,
         new_text: list[OverlapText] | None = None,
+        *,
+        date_us: int | None = None,
     ) -> Match | None:
         """The verified match of the new article (shingles ``a``) with a stored one, or
         ``None`` when the shingle overlap says they are unrelated."""
@@ -915,14 +951,11 @@ class NewsStream:
         if cfg.verify == "none":
             verdict = "duplicate" if distance <= cfg.duplicate_max_distance else "similar"
             return Match(row.id, distance, 1.0 - distance / 64, verdict)
-        other = Signature.from_bytes(row.signature)
-        if other.scheme_id != shingles.scheme_id:
-            raise SchemeMismatchError(
-                f"stored article {row.id!r} has a {other.scheme_id} signature, expected "
-                f"{shingles.scheme_id}"
-            )
-        b = other.values
-        inter = int(np.intersect1d(a, b, assume_unique=True).size) if a.size and b.size else 0
+        b = self._stored_shingles(row, shingles)
+        self._remember_shingles(row.seq, b, shingles)
+        inter = sorted_intersection_size(a, b) if a.size and b.size else 0
+        if inter < 0:  # not sorted distinct uint64 values (never from sign_shingles)
+            inter = int(np.intersect1d(a, b, assume_unique=True).size)
         union = a.size + b.size - inter
         jaccard = inter / union if union else 1.0
         # Directed: how much of the new article is in the stored one (does it add little?)
@@ -981,7 +1014,7 @@ class NewsStream:
                 # Names and figures: a templated item of another issuer or day keeps the
                 # template's words and word order, not these (docs/stream.md, "Templated
                 # items").
-                and self._keys_agree(stored_text, new_text[0])
+                and self._keys_agree(stored_text, new_text[0], _gap_us(row.date_us, date_us))
             )
         if not is_dup and max(contain, cover) < cfg.similar_min_overlap:
             return None
@@ -1005,7 +1038,7 @@ class NewsStream:
             None if word_added is None else round(word_added, 6),
         )
 
-    def _keys_agree(self, stored: OverlapText, new: OverlapText) -> bool:
+    def _keys_agree(self, stored: OverlapText, new: OverlapText, gap_us: int | None) -> bool:
         """Whether the new article's names and figures are the stored one's
         (:func:`~neardup.similarity.overlap.key_overlap`): False when it *replaces* them,
         i.e. adds more than ``overlap_names_added`` of its names while keeping less than
@@ -1018,10 +1051,18 @@ class NewsStream:
         other_names = (
             k.names_added > cfg.overlap_names_added and k.names_kept_share < cfg.overlap_names_kept
         )
-        other_figures = (
-            k.figures_added > cfg.overlap_figures_added
-            and k.figures_kept_share < cfg.overlap_figures_kept
-        )
+        window = cfg.overlap_figures_window_seconds
+        if window is None or gap_us is None:
+            other_figures = (
+                k.figures_added > cfg.overlap_figures_added
+                and k.figures_kept_share < cfg.overlap_figures_kept
+            )
+        elif gap_us <= window * _US:
+            # The same news day: a copy may correct or update its figures.
+            other_figures = False
+        else:
+            # Another day: the same template with any other figure is the next report.
+            other_figures = k.figures_added > 0.0 or k.figures_kept_share < 1.0
         return not (other_names or other_figures)
 
     def _overlap_fast_accept(self, contain: float, cover: float, shared: int) -> bool:
@@ -1039,8 +1080,105 @@ class NewsStream:
             and shared >= cfg.duplicate_min_shared
         )
 
+    def _check_caches(self) -> None:
+        # The seq-keyed caches hold only committed or current-batch rows of this index's
+        # life; after _load (a rollback) a seq may name another article.
+        if self._caches_index is not self._index:
+            self._overlap_cache.clear()
+            self._shingle_cache.clear()
+            self._caches_index = self._index
+
+    def _remember_shingles(self, seq: int, values: npt.NDArray[Any], shingles: Signature) -> None:
+        """Cache a stored article's shingle values (read from the store and checked to be of
+        the stream's scheme) for :meth:`_maybe_related`."""
+        if shingles.scheme_id != self.config.shingles.scheme_id:
+            return
+        self._check_caches()
+        cache = self._shingle_cache
+        if seq in cache:
+            cache.move_to_end(seq)
+            return
+        cache[seq] = values
+        if len(cache) > _SHINGLE_CACHE:
+            cache.popitem(last=False)
+
+    def _maybe_related(self, seqs: list[int], shingles: Signature, text: str | None) -> list[int]:
+        """``seqs`` (in order) minus the candidates whose cached shingle values already make
+        :meth:`_verify` return ``None``: not a duplicate by the shingle rule, ``max(containment,
+        coverage)`` below ``similar_min_overlap`` and (``verify="overlap"`` with text) below
+        ``overlap_min_shingle_overlap``, so no other test runs.  The same arithmetic as
+        :meth:`_verify`; a candidate not cached, or with any doubt, is kept (exact: the
+        matches are those of verifying every candidate)."""
+        cfg = self.config
+        a = shingles.values
+        if (
+            cfg.verify == "none"
+            or not a.size
+            or shingles.scheme_id != cfg.shingles.scheme_id
+            or not self._shingle_cache
+        ):
+            return seqs
+        self._check_caches()
+        cache = self._shingle_cache
+        word_test = cfg.verify == "overlap" and text is not None
+        floor = cfg.similar_min_overlap
+        if word_test:
+            floor = min(floor, cfg.overlap_min_shingle_overlap)
+        keep: list[int] = []
+        for seq in seqs:
+            b = cache.get(seq)
+            if b is None or not b.size:
+                keep.append(seq)
+                continue
+            cache.move_to_end(seq)
+            inter = sorted_intersection_size(a, b)
+            if inter < 0:
+                keep.append(seq)
+                continue
+            union = a.size + b.size - inter
+            jaccard = inter / union if union else 1.0
+            contain = inter / a.size
+            cover = inter / b.size
+            if (
+                jaccard >= cfg.duplicate_min_jaccard
+                or (
+                    contain >= cfg.duplicate_min_containment
+                    and cover >= cfg.duplicate_min_coverage
+                    and inter >= cfg.duplicate_min_shared
+                )
+                or max(contain, cover) >= floor
+            ):
+                keep.append(seq)
+        return keep
+
+    def _stored_shingles(self, row: ArticleRow, shingles: Signature) -> npt.NDArray[Any]:
+        """The stored article's shingle values; ``SchemeMismatchError`` when its signature is
+        of another scheme than ``shingles``.  Fast path: a stored signature whose header up
+        to its value count is the new one's (same format version, width and scheme) is read
+        in place, as :meth:`Signature.from_bytes` would (tested equal); anything else goes
+        through ``from_bytes``, which validates it."""
+        sig = row.signature
+        mine = shingles.to_bytes()  # cached by the signature
+        width = shingles.values.dtype.itemsize
+        head = len(mine) - len(shingles) * width  # header, value count (uint32 LE) included
+        if len(sig) >= head and sig[: head - 4] == mine[: head - 4]:
+            count = int.from_bytes(sig[head - 4 : head], "little")
+            if len(sig) == head + count * width:
+                values: npt.NDArray[Any] = np.frombuffer(
+                    sig, dtype=shingles.values.dtype.newbyteorder("<"), count=count, offset=head
+                )
+                return values
+        other = Signature.from_bytes(sig)
+        if other.scheme_id != shingles.scheme_id:
+            raise SchemeMismatchError(
+                f"stored article {row.id!r} has a {other.scheme_id} signature, expected "
+                f"{shingles.scheme_id}"
+            )
+        return other.values
+
     def _stored_text(self, row: ArticleRow) -> OverlapText:
         """The stored article's prepared words, from a small LRU cache keyed by seq."""
+        self._check_caches()
         cache = self._overlap_cache
         found = cache.get(row.seq)
         if found is not None:

@@ -303,9 +303,17 @@ class LSHIndex(RowIndex):
         qs, rows = self.candidate_rows(sigs)
         if rows.shape[0] == 0:
             return []
-        counts = count_equal(self._values, sigs, qs, rows).tolist()
-        keys = self._keys.keys
+        equal = count_equal(self._values, sigs, qs, rows)
         num_perm = self.config.num_perm
+        if min_score:
+            # Dropped before ranking (most band collisions score below it): the same
+            # float test as on each ranked pair (count / num_perm, IEEE division either way).
+            keep = np.flatnonzero(equal / num_perm >= min_score)
+            if keep.shape[0] == 0:
+                return []
+            equal, rows = equal[keep], rows[keep]
+        counts = equal.tolist()
+        keys = self._keys.keys
         ranked = sorted((-c, keys[r]) for c, r in zip(counts, rows.tolist(), strict=True))
         result = [(k, -c / num_perm) for c, k in ranked if -c / num_perm >= min_score]
         return result[:limit] if limit is not None else result  # type: ignore[misc]

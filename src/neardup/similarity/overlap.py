@@ -57,16 +57,23 @@ fuzzy part looks each left-over new word up through its own delete keys (O(L^d) 
 word of length L, d = ``max_deletes``, memoised per word) in one process-wide index of
 every word seen (each word indexed once, bounded to 200,000 words, see
 :class:`_SharedKeyIndex`), skipping words that share no key with the stored text; with
-``decide`` it stops as soon as the answer is known.  Pure Python.  Memory: O(n + m) words
-per text plus the shared index.
+``decide`` it stops as soon as the answer is known (whether the fuzzy stage can matter at
+all is settled from word totals before the left-over words are listed).  Whether a word
+shares a key with the stored text is tested against the text's memoised key set, or, for
+a few words, looked up one by one in the shared index (the same answer, tested).  Pure
+Python.  Memory: O(n + m) words per text (interned: texts share their word strings) plus
+the shared index; delete-key sets are kept for the last 1,024 texts that built one (about
+25 KB each).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import re
-from collections import Counter
+import sys
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
@@ -206,6 +213,8 @@ def key_words(text: str, config: OverlapConfig | None = None) -> list[str]:
     with ``.!?:;``.  Deterministic; O(len(text)).
     """
     cfg = config or OverlapConfig()
+    # An ASCII \w+ run is one word of words(): its case fold is its lower case (no masks).
+    plain = not cfg.mask_digits and not cfg.mask_calendar
     out: list[str] = []
     for m in _KEY_CANDIDATE_RE.finditer(text):
         token = m.group()
@@ -217,7 +226,10 @@ def key_words(text: str, config: OverlapConfig | None = None) -> list[str]:
                 j -= 1
             if j < 0 or text[j] in _SENTENCE_END:
                 continue
-        out.extend(words(token, cfg))
+        if plain and token.isascii():
+            out.append(token.lower())
+        else:
+            out.extend(words(token, cfg))
     return out
 
 
@@ -316,19 +328,39 @@ def _best_fuzzy(
     to the smaller string; None when none matches.  ``by_key`` may index more words than
     ``pool`` holds (the process-wide index): only the pool's count.  ``present``: a superset
     of the delete keys of the pool's words (keys outside it cannot lead to a pool word)."""
-    seen: set[str] = set()
-    best: tuple[int, str] | None = None
+    # The pool's words sharing a key with u (set operations in C); the minimum of
+    # (deletes, word) does not depend on the order they are visited in.
+    pool_words = pool.keys()
+    found: set[str] = set()
     for k in _word_keys(u, cfg.max_deletes, cfg.long_word_length):
         if present is not None and k not in present:
             continue
-        for v in by_key.get(k, ()):
-            if v in seen or pool.get(v, 0) == 0:
-                continue
-            seen.add(v)
-            need = _deletes_needed(u, v)
-            if need <= _allowed(cfg, u, v) and (best is None or (need, v) < best):
-                best = (need, v)
+        listed = by_key.get(k)
+        if listed is not None:
+            found |= pool_words & listed
+    best: tuple[int, str] | None = None
+    for v in found:
+        if pool[v] == 0:
+            continue
+        need = _deletes_needed(u, v)
+        if need <= _allowed(cfg, u, v) and (best is None or (need, v) < best):
+            best = (need, v)
     return best
+
+
+def _shares_key(
+    cfg: OverlapConfig, u: str, by_key: Mapping[str, list[str]], vocabulary: Mapping[str, int]
+) -> bool:
+    """Whether ``u`` shares a delete key with a word of ``vocabulary`` (of at least
+    ``fuzzy_min_length``), looked up in ``by_key``, an index holding every such word (the
+    shared index after the text's registration): the same answer as testing ``u``'s keys
+    against the text's whole key set (:meth:`OverlapText.key_set`), without building it."""
+    words_of = vocabulary.keys()
+    for k in _word_keys(u, cfg.max_deletes, cfg.long_word_length):
+        found = by_key.get(k)
+        if found is not None and not words_of.isdisjoint(found):
+            return True
+    return False
 
 
 def _keys_of(cfg: OverlapConfig, pool: Iterable[str]) -> set[str]:
@@ -344,6 +376,7 @@ def _match_fuzzy(
     index: Mapping[str, list[str]] | None = None,
     present_keys: AbstractSet[str] | None = None,
     settled: Callable[[int, int], bool] | None = None,
+    stored: OverlapText | None = None,
 ) -> tuple[int, bool]:
     """Greedy fuzzy matching of left-over words through delete keys (see module doc);
     returns (matches, complete).  ``index``: a key index of a superset of the left-over
@@ -353,22 +386,50 @@ def _match_fuzzy(
     :meth:`OverlapText.key_set`).  ``settled(matched, still_possible)``: whether the
     decision is already known to fail from the matches so far and an upper bound of those
     still to come; the matching then stops early (complete False, a prefix of the greedy
-    matching)."""
+    matching).  ``stored`` (with ``index`` and no ``present_keys``): the stored text; a new
+    word is then looked up when it shares a delete key with any of its words, as if
+    ``present_keys`` were its whole key set (:meth:`OverlapText.key_set`), which is built
+    only when that is cheaper than testing the few new words one by one
+    (:func:`_shares_key`)."""
     pool = {w: n for w, n in stored_left.items() if n > 0 and len(w) >= cfg.fuzzy_min_length}
     if not pool:
         return 0, True
+    md, long_len, shortest = cfg.max_deletes, cfg.long_word_length, cfg.fuzzy_min_length
+    if index is not None and present_keys is None and stored is not None:
+        eligible = [u for u in new_left if len(u) >= shortest]
+        setting = (md, long_len, shortest)
+        if setting in stored.key_sets or 4 * len(eligible) > len(stored.counts):
+            present_keys = stored.key_set(cfg)
+        else:
+            # Few words to test: their keys are looked up in the index (the same answer
+            # as the key set, which costs more to build); _best_fuzzy needs no key filter
+            # (the pool filters the index's words).
+            vocabulary = stored.counts
+            todo = [u for u in eligible if _shares_key(cfg, u, index, vocabulary)]
+            return _greedy_fuzzy(cfg, todo, index, pool, None, settled)
     if index is None:
         by_key: Mapping[str, list[str]] = _key_index(cfg, pool)
         present: AbstractSet[str] = _keys_of(cfg, pool)
     else:
         by_key, present = index, present_keys if present_keys is not None else _keys_of(cfg, pool)
-    md, long_len, shortest = cfg.max_deletes, cfg.long_word_length, cfg.fuzzy_min_length
     # Only words sharing a delete key with some stored word can match (_depth).
     todo = [
         u
         for u in new_left
         if len(u) >= shortest and not present.isdisjoint(_word_keys(u, md, long_len))
     ]
+    return _greedy_fuzzy(cfg, todo, by_key, pool, present, settled)
+
+
+def _greedy_fuzzy(
+    cfg: OverlapConfig,
+    todo: list[str],
+    by_key: Mapping[str, list[str]],
+    pool: dict[str, int],
+    present: AbstractSet[str] | None,
+    settled: Callable[[int, int], bool] | None,
+) -> tuple[int, bool]:
+    # The greedy loop of _match_fuzzy over the words that may match, in text order.
     matched = 0
     for done, u in enumerate(todo):
         if settled is not None and settled(matched, len(todo) - done):
@@ -408,16 +469,16 @@ def _overlap_counts(
     cfg: OverlapConfig,
     decide: tuple[float, float] | None,
     stored: OverlapText | None = None,
+    packaging: int = 0,
+    new_text: OverlapText | None = None,
 ) -> Overlap:
     # The multiset intersection over the shared distinct words only (a C-level set
     # intersection first; Counter's & and - loop over every word in Python).
     shared = a.keys() & b.keys()
-    get = a.get
-    exact = 0
-    for w in shared:
-        m, n = a[w], b[w]
-        exact += m if m < n else n
+    # sum of min(a[w], b[w]) over the shared words, in C (a set iterates in one order).
+    exact = sum(map(min, map(a.__getitem__, shared), map(b.__getitem__, shared)))
     n_new = len(new)
+    checked = False  # _fuzzy_irrelevant already known False
     if decide is not None and cfg.max_deletes > 0 and not cfg.match_joined:
         # Settled before the left-overs are listed: _fuzzy_irrelevant's bound with every
         # left-over word counted as eligible (never decides differently).
@@ -426,17 +487,41 @@ def _overlap_counts(
             decide, exact + most, exact + most, n_stored, n_new
         ):
             done = exact >= n_new or exact >= n_stored
-            return Overlap(n_stored, n_new, exact, exact, exact, 0, 0, complete=done)
-    left_counts: dict[str, int] = {}
-    for w, n in b.items():
-        m = get(w, 0)
-        if m < n:
-            left_counts[w] = n - m
+            return Overlap(n_stored, n_new, exact, exact, exact, 0, 0, packaging, done)
+        if stored is not None and n_new > exact and n_stored > exact:
+            # Both sides have left-overs: _fuzzy_irrelevant's test before they are listed,
+            # from the eligible (long enough) word totals minus the long words matched.
+            shortest = cfg.fuzzy_min_length
+            short_stored, long_stored = stored.length_split(shortest)
+            if new_text is not None:
+                long_new = new_text.length_split(shortest)[1]
+            else:
+                long_new = sum(n for w, n in b.items() if len(w) >= shortest)
+            short_shared = shared & short_stored
+            exact_long = exact - sum(
+                map(min, map(a.__getitem__, short_shared), map(b.__getitem__, short_shared))
+            )
+            most = min(long_new - exact_long, long_stored - exact_long)
+            if _holds(decide, exact, exact, n_stored, n_new) or not _holds(
+                decide, exact + most, exact + most, n_stored, n_new
+            ):
+                return Overlap(n_stored, n_new, exact, exact, exact, 0, 0, packaging, False)
+            checked = True
     bget = b.get
     stored_left = Counter({w: m - bget(w, 0) for w, m in a.items() if m > bget(w, 0)})
-    # Left-over new words in text order (the greedy order), each occurrence once.
-    new_left: list[str] = []
-    if left_counts:
+    # Left-over new words in text order (the greedy order), each occurrence once: every
+    # occurrence of a word the stored text lacks, the first b - a of a word it has fewer of.
+    only_new = b.keys() - a.keys()
+    surplus = {w: b[w] - a[w] for w in shared if b[w] > a[w]}
+    new_left: list[str]
+    if not surplus:
+        new_left = [w for w in new if w in only_new] if only_new else []
+    else:
+        left_counts = dict.fromkeys(only_new, 0)
+        for w in only_new:
+            left_counts[w] = b[w]
+        left_counts.update(surplus)
+        new_left = []
         for w in new:
             if left_counts.get(w, 0) > 0:
                 left_counts[w] -= 1
@@ -447,8 +532,12 @@ def _overlap_counts(
     fuzzy = 0
     complete = True
     if cfg.max_deletes > 0 and new_left and stored_left:
-        if decide is not None and _fuzzy_irrelevant(
-            cfg, decide, exact, joined, n_stored, len(new), new_left, stored_left
+        if (
+            decide is not None
+            and not checked
+            and _fuzzy_irrelevant(
+                cfg, decide, exact, joined, n_stored, len(new), new_left, stored_left
+            )
         ):
             complete = False
         else:
@@ -467,8 +556,10 @@ def _overlap_counts(
             if stored is None:
                 fuzzy, complete = _match_fuzzy(cfg, new_left, stored_left, settled=settled)
             else:
-                index, present = stored.key_index(cfg), stored.key_set(cfg)
-                fuzzy, complete = _match_fuzzy(cfg, new_left, stored_left, index, present, settled)
+                index = stored.key_index(cfg)
+                fuzzy, complete = _match_fuzzy(
+                    cfg, new_left, stored_left, index, None, settled, stored
+                )
     return Overlap(
         stored_words=n_stored,
         new_words=len(new),
@@ -477,6 +568,7 @@ def _overlap_counts(
         exact=exact,
         fuzzy=fuzzy,
         joined=joined,
+        packaging=packaging,
         complete=complete,
     )
 
@@ -561,6 +653,10 @@ class _SharedKeyIndex:
 # Reuters-21578 has about 40,000 distinct words).
 _SHARED_MAX_WORDS = 200_000
 _SHARED: dict[tuple[int, int, int], _SharedKeyIndex] = {}
+# Texts holding a memoised key set (OverlapText.key_set), oldest first, by id (held, so an
+# id is never reused while listed); at most _KEY_SETS_KEPT of them keep it.
+_KEY_SETS_KEPT = 1024
+_KEY_SETS_HELD: OrderedDict[int, OverlapText] = OrderedDict()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -587,6 +683,25 @@ class OverlapText:
     key_memo: list[tuple[tuple[str, ...], ...]] = dataclasses.field(
         default_factory=list, compare=False, repr=False
     )
+    # The last peel_packaging result of this text as the new one: (stored, config, range);
+    # the stream asks for it up to three times per pair (overlap, sequence, key words).
+    peel_memo: list[tuple[OverlapText, OverlapConfig, tuple[int, int]]] = dataclasses.field(
+        default_factory=list, compare=False, repr=False
+    )
+    # length_split's answer per minimum length.
+    split_memo: dict[int, tuple[frozenset[str], int]] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def length_split(self, min_length: int) -> tuple[frozenset[str], int]:
+        """The distinct words shorter than ``min_length`` and how many of the text's words
+        (with repeats) are at least that long (memoised)."""
+        found = self.split_memo.get(min_length)
+        if found is None:
+            short = frozenset(w for w in self.counts if len(w) < min_length)
+            long_total = len(self.words) - sum(map(self.counts.__getitem__, short))
+            found = self.split_memo[min_length] = (short, long_total)
+        return found
 
     def key_index(self, cfg: OverlapConfig) -> Mapping[str, list[str]]:
         """Delete keys -> words having them: a superset of this text's distinct words of at
@@ -608,6 +723,11 @@ class OverlapText:
             found = self.key_sets[setting] = frozenset(
                 _keys_of(cfg, (w for w in self.counts if len(w) >= cfg.fuzzy_min_length))
             )
+            # Memory bound: only the last _KEY_SETS_KEPT texts keep their key sets (some
+            # 25 KB each); older ones drop them and rebuild them on their next use.
+            _KEY_SETS_HELD[id(self)] = self
+            if len(_KEY_SETS_HELD) > _KEY_SETS_KEPT:
+                _KEY_SETS_HELD.popitem(last=False)[1].key_sets.clear()
         return found
 
     def keys(self, cfg: OverlapConfig) -> tuple[tuple[str, ...], ...]:
@@ -621,8 +741,14 @@ def prepare(text: str, config: OverlapConfig | None = None) -> OverlapText:
     """Split ``text`` for :func:`overlap_prepared` (the words of :func:`words`, by paragraph)."""
     cfg = config or OverlapConfig()
     split = tuple(paragraphs(text))
-    paras = tuple(tuple(words(p, cfg)) for p in split)
-    flat = tuple(w for ws in paras for w in ws)
+    # Interned: the texts the stream caches and the shared key index hold one copy of each
+    # word (CPython drops an interned string with its last reference).
+    if cfg.mask_digits or cfg.mask_calendar:
+        paras = tuple(tuple(map(sys.intern, words(p, cfg))) for p in split)
+    else:  # words() inlined: no masks
+        find, fold, intern = _WORD_RE.findall, str.casefold, sys.intern
+        paras = tuple(tuple(map(intern, find(fold(p)))) for p in split)
+    flat = tuple(itertools.chain.from_iterable(paras))
     return OverlapText(paras, flat, Counter(flat), split)
 
 
@@ -631,8 +757,21 @@ def peel_packaging(
 ) -> tuple[int, int]:
     """Paragraph range ``[i, j)`` of ``new`` left once its packaging (module doc) is peeled.
     A word counts as found when it is a word of ``stored`` or matches one fuzzily (the
-    fuzzy rule of the matching), so a misspelt paragraph of the article is not packaging."""
+    fuzzy rule of the matching), so a misspelt paragraph of the article is not packaging.
+    Memoised on ``new`` for the last ``stored`` (a pure function of the two texts)."""
     cfg = config or OverlapConfig()
+    if len(new.paragraphs) <= 1:
+        return 0, len(new.paragraphs)  # one paragraph always stays
+    memo = new.peel_memo
+    if memo and memo[0][0] is stored and (memo[0][1] is cfg or memo[0][1] == cfg):
+        return memo[0][2]
+    found = _peel(stored, new, cfg)
+    memo[:] = [(stored, cfg, found)]
+    return found
+
+
+def _peel(stored: OverlapText, new: OverlapText, cfg: OverlapConfig) -> tuple[int, int]:
+    # peel_packaging's computation (no memo).
     paras = new.paragraphs
     vocabulary = stored.counts
 
@@ -641,8 +780,8 @@ def peel_packaging(
             return True
         if cfg.max_deletes == 0 or len(w) < cfg.fuzzy_min_length:
             return False
-        index, present = stored.key_index(cfg), stored.key_set(cfg)
-        return _best_fuzzy(cfg, w, index, vocabulary, present) is not None
+        # No key filter needed: the pool (the stored bag) filters the index's words.
+        return _best_fuzzy(cfg, w, stored.key_index(cfg), vocabulary) is not None
 
     def packaging(ws: tuple[str, ...]) -> bool:
         if len(ws) > cfg.packaging_max_words:
@@ -679,16 +818,17 @@ def overlap_prepared(
     :func:`overlap_words`."""
     cfg = config or OverlapConfig()
     i, j = peel_packaging(stored, new, cfg)
+    whole: OverlapText | None = new
     if i == 0 and j == len(new.paragraphs):
         kept, kept_counts, peeled = new.words, new.counts, 0
     else:
         kept = tuple(w for ws in new.paragraphs[i:j] for w in ws)
         kept_counts = Counter(kept)
         peeled = len(new.words) - len(kept)
-    found = _overlap_counts(
-        stored.counts, len(stored.words), kept, kept_counts, cfg, decide, stored
+        whole = None
+    return _overlap_counts(
+        stored.counts, len(stored.words), kept, kept_counts, cfg, decide, stored, peeled, whole
     )
-    return dataclasses.replace(found, packaging=peeled)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -755,8 +895,7 @@ def _found_counts(
         if w in vocabulary or (
             cfg.max_deletes > 0
             and len(w) >= cfg.fuzzy_min_length
-            and _best_fuzzy(cfg, w, other.key_index(cfg), vocabulary, other.key_set(cfg))
-            is not None
+            and _best_fuzzy(cfg, w, other.key_index(cfg), vocabulary) is not None
         ):
             names_found += 1
     return names, names_found, figures, figures_found
@@ -832,7 +971,7 @@ def sequence_containment(
     corrected: list[str] = []
     for w in kept:
         if w not in vocabulary and cfg.max_deletes > 0 and len(w) >= cfg.fuzzy_min_length:
-            best = _best_fuzzy(cfg, w, stored.key_index(cfg), vocabulary, stored.key_set(cfg))
+            best = _best_fuzzy(cfg, w, stored.key_index(cfg), vocabulary)
             if best is not None:
                 w = best[1]
         corrected.append(w)
