@@ -232,3 +232,31 @@ def test_report_runs_end_to_end(tmp_path: Path) -> None:
     assert results["clough"]["methods"]["shingles"]["auc_reuse_vs_non"] > 0.9
     assert (tmp_path / "img" / "eval_perturbation_pr.png").stat().st_size > 1000
     assert saved["machine"]["python"] and saved["machine"]["date"]
+
+
+def test_goal_sentence_states_the_default_and_the_opt_in_rule() -> None:
+    from neardup.evaluation.report import _goal_sentence
+
+    def stream_rates(p: float, r: float) -> dict[str, Any]:
+        return {"rates": {"editorial": {"all": {"duplicate_precision": p, "duplicate_recall": r}}}}
+
+    results: dict[str, Any] = {
+        "perturbation": {
+            "methods": {
+                "overlap": {"duplicate": {"at_default": {"f1": 0.994}, "best": {"f1": 0.995}}},
+                "shingles": {"duplicate": {"at_default": {"f1": 0.9}, "best": {"f1": 0.93}}},
+            }
+        },
+        "stream": {
+            "variants": {
+                "default": stream_rates(0.898, 0.948),
+                "verify=overlap": stream_rates(0.9964, 0.9791),
+            }
+        },
+    }
+    text = _goal_sentence(results)
+    assert "**not met**" in text and "F1 0.9223" in text
+    assert "`overlap` reaches it at the default threshold" in text
+    assert 'opt-in word-overlap rule (`verify="overlap"`) reaches duplicate F1 0.9877' in text
+    results["stream"]["variants"]["default"] = stream_rates(0.9964, 0.9791)
+    assert "section 6): met under" in _goal_sentence(results)

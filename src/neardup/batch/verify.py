@@ -21,6 +21,8 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from neardup.similarity._overlap_kernels import merge_count
+
 __all__ = ["jaccard_and_containment", "pair_lcs", "pair_overlaps"]
 
 U64 = npt.NDArray[np.uint64]
@@ -36,19 +38,7 @@ def _overlaps(flat: U64, offsets: I64, left: I64, right: I64) -> I64:
         i_end = offsets[left[k] + 1]
         j = offsets[right[k]]
         j_end = offsets[right[k] + 1]
-        count = 0
-        while i < i_end and j < j_end:
-            a = flat[i]
-            b = flat[j]
-            if a == b:
-                count += 1
-                i += 1
-                j += 1
-            elif a < b:
-                i += 1
-            else:
-                j += 1
-        out[k] = count
+        out[k] = merge_count(flat, i, i_end, flat, j, j_end)
     return out
 
 

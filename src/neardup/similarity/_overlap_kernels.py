@@ -18,15 +18,15 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-__all__ = ["sorted_intersection_size"]
+__all__ = ["merge_count", "sorted_intersection_size"]
 
 
 @njit(cache=True, nogil=True)
-def _merge_count(a: Any, b: Any) -> int:  # pragma: no cover - compiled
-    n, m = a.shape[0], b.shape[0]
-    i = j = 0
+def merge_count(a: Any, i: int, i_end: int, b: Any, j: int, j_end: int) -> int:
+    """Equal values of ``a[i:i_end]`` and ``b[j:j_end]``, both sorted ascending and distinct,
+    by one merge pass (compiled; also the batch verifier's, :mod:`neardup.batch.verify`)."""
     found = 0
-    while i < n and j < m:
+    while i < i_end and j < j_end:
         x, y = a[i], b[j]
         if x == y:
             found += 1
@@ -36,6 +36,13 @@ def _merge_count(a: Any, b: Any) -> int:  # pragma: no cover - compiled
             i += 1
         else:
             j += 1
+    return found
+
+
+@njit(cache=True, nogil=True)
+def _merge_count(a: Any, b: Any) -> int:  # pragma: no cover - compiled
+    n, m = a.shape[0], b.shape[0]
+    found = merge_count(a, 0, n, b, 0, m)
     # Strictly increasing inputs only (the merge above assumes it): checked over the whole
     # of both arrays, the tails the merge skipped included.
     for k in range(1, n):
