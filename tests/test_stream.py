@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import data_path, read_jsonl_gz
+from conftest import data_path, oracle_verdict, read_jsonl_gz
 from neardup.api import NewsIndex
 from neardup.detect.events import EventConfig
 from neardup.detect.stream import Decision, NewsStream, StreamConfig
@@ -27,7 +27,6 @@ from neardup.errors import (
 from neardup.index.lsh import LSHIndexConfig
 from neardup.records import Article
 from neardup.similarity import containment, jaccard
-from neardup.similarity.overlap import key_overlap, overlap, prepare, sequence_containment
 from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import shingle_hashes
 from neardup.sketch.simhash import SimHashConfig, sign_simhash
@@ -92,63 +91,10 @@ def verdict(
     old_text: str = "",
     gap_seconds: float | None = None,
 ) -> str | None:
-    """The verified rule, from exact set operations: duplicate when the new article is mostly
-    in the stored one and covers enough of it (or Jaccard is high), similar when one of the
-    two overlaps is high enough, else unrelated (``None``).  ``verify="overlap"``: once the
-    shingles overlap at all, the duplicate test is the full word overlap (no ``decide``
-    short cut), the sequence containment and the key-word (names, figures) test; figures
-    may change when the two are dated at most ``overlap_figures_window_seconds`` apart
-    (``gap_seconds``), not at all beyond, and the moderate test applies when undated."""
-    j = jaccard(new, old)
-    in_old, in_new = containment(new, old), containment(old, new)
-    shared = len(set(new.tolist()) & set(old.tolist()))
-    dup = j >= cfg.duplicate_min_jaccard or (
-        in_old >= cfg.duplicate_min_containment
-        and in_new >= cfg.duplicate_min_coverage
-        and shared >= cfg.duplicate_min_shared
+    """The verified rule from Python sets (``conftest.oracle_verdict``) on shingle arrays."""
+    return oracle_verdict(
+        set(new.tolist()), set(old.tolist()), cfg, new_text, old_text, gap_seconds
     )
-    fast = (
-        cfg.overlap_accept_containment is not None
-        and in_old >= cfg.overlap_accept_containment
-        and in_new >= cfg.overlap_min_coverage
-        and shared >= cfg.duplicate_min_shared
-    )
-    if (
-        cfg.verify == "overlap"
-        and max(in_old, in_new) >= cfg.overlap_min_shingle_overlap
-        and not fast
-    ):
-        o = overlap(old_text, new_text, cfg.overlap)
-        q = sequence_containment(
-            prepare(old_text, cfg.overlap),
-            prepare(new_text, cfg.overlap),
-            cfg.overlap_sequence_width,
-            cfg.overlap,
-        )
-        k = key_overlap(prepare(old_text, cfg.overlap), prepare(new_text, cfg.overlap), cfg.overlap)
-        window = cfg.overlap_figures_window_seconds
-        if window is None or gap_seconds is None:
-            other_figures = (
-                k.figures_added > cfg.overlap_figures_added
-                and k.figures_kept_share < cfg.overlap_figures_kept
-            )
-        else:
-            other_figures = gap_seconds > window and (
-                k.figures_added > 0 or k.figures_kept_share < 1
-            )
-        replaced = other_figures or (
-            k.names_added > cfg.overlap_names_added and k.names_kept_share < cfg.overlap_names_kept
-        )
-        dup = (
-            o.coverage >= cfg.overlap_min_coverage
-            and o.added <= cfg.overlap_max_added
-            and (o.stored_matched >= cfg.overlap_min_matched or j >= cfg.duplicate_min_jaccard)
-            and q >= cfg.overlap_min_sequence
-            and not replaced
-        )
-    if dup:
-        return "duplicate"
-    return "similar" if max(in_old, in_new) >= cfg.similar_min_overlap else None
 
 
 def lsh_collide(a: Any, b: Any, cfg: StreamConfig) -> bool:

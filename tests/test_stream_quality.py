@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from conftest import oracle_verdict
 from neardup.detect.stream import StreamConfig
 from neardup.errors import ConfigError
 from neardup.evaluation.stream_quality import (
@@ -32,7 +33,6 @@ from neardup.evaluation.stream_quality import (
 )
 from neardup.evaluation.synth import LABEL_RULES, SynthConfig, synthesize
 from neardup.index.lsh import LSHIndexConfig
-from neardup.similarity.overlap import key_overlap, overlap, prepare, sequence_containment
 from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import sign_shingles
 from neardup.sketch.simhash import sign_simhash
@@ -81,59 +81,10 @@ def _brute_verdict(
         ) and sum(x == y for x, y in zip(ma, mb, strict=True)) >= cfg.lsh_min_score * len(ma)
     if not candidate:
         return "none"
-    sa, sb = set(ha.tolist()), set(hb.tolist())
-    shared = len(sa & sb)
-    jaccard = shared / len(sa | sb)
-    new_in_stored, stored_in_new = shared / len(sb), shared / len(sa)
-    dup = jaccard >= cfg.duplicate_min_jaccard or (
-        new_in_stored >= cfg.duplicate_min_containment
-        and stored_in_new >= cfg.duplicate_min_coverage
-        and shared >= cfg.duplicate_min_shared
-    )
-    fast = (  # the shingle sets settle it (StreamConfig.overlap_accept_containment)
-        cfg.overlap_accept_containment is not None
-        and new_in_stored >= cfg.overlap_accept_containment
-        and stored_in_new >= cfg.overlap_min_coverage
-        and shared >= cfg.duplicate_min_shared
-    )
-    if (
-        cfg.verify == "overlap"
-        and max(new_in_stored, stored_in_new) >= cfg.overlap_min_shingle_overlap
-        and not fast
-    ):
-        # The word-overlap rule (its measure is tested against a brute-force matcher in
-        # tests/test_overlap.py), computed in full here.
-        o = overlap(texts[a], texts[b], cfg.overlap)
-        pa, pb = prepare(texts[a], cfg.overlap), prepare(texts[b], cfg.overlap)
-        dup = (
-            o.coverage >= cfg.overlap_min_coverage
-            and o.added <= cfg.overlap_max_added
-            and (
-                o.stored_matched >= cfg.overlap_min_matched or jaccard >= cfg.duplicate_min_jaccard
-            )
-            and sequence_containment(pa, pb, cfg.overlap_sequence_width, cfg.overlap)
-            >= cfg.overlap_min_sequence
-        )
-        # Names or figures replaced by others' (tested against a brute-force scan in
-        # tests/test_overlap.py): a templated item of another issuer or day.
-        k = key_overlap(pa, pb, cfg.overlap)
-        da, db = (dates or {}).get(a), (dates or {}).get(b)
-        window = cfg.overlap_figures_window_seconds
-        if window is None or da is None or db is None:
-            other_figures = (
-                k.figures_added > cfg.overlap_figures_added
-                and k.figures_kept_share < cfg.overlap_figures_kept
-            )
-        else:
-            gap = abs(_utc(db) - _utc(da)).total_seconds()
-            other_figures = gap > window and (k.figures_added > 0 or k.figures_kept_share < 1)
-        if other_figures or (
-            k.names_added > cfg.overlap_names_added and k.names_kept_share < cfg.overlap_names_kept
-        ):
-            dup = False
-    if dup:
-        return "duplicate"
-    return "similar" if max(new_in_stored, stored_in_new) >= cfg.similar_min_overlap else "none"
+    da, db = (dates or {}).get(a), (dates or {}).get(b)
+    gap = None if da is None or db is None else abs(_utc(db) - _utc(da)).total_seconds()
+    got = oracle_verdict(set(hb.tolist()), set(ha.tolist()), cfg, texts[b], texts[a], gap)
+    return "none" if got is None else got
 
 
 def test_stream_order_is_originals_then_copies_by_date(bench: Any) -> None:
