@@ -2,9 +2,10 @@
 of another issuer or another day (dividend notices, bond issues, daily statistics) must not
 be duplicates; docs/stream.md, "Templated items".
 
-* Reuters-21578 through ``NewsIndex`` (SQLite) in date order with four rules: the default
-  (word overlap with the names test and the figures window of 18 h), the shingle rule
-  (``verify="shingles"``, LSH for Jaccard 0.2; the default before), the word rule with one
+* Reuters-21578 through ``NewsIndex`` (SQLite) in date order with four rules: the word rule
+  (``verify="overlap"``: word overlap with the names test and the figures window of 18 h),
+  the shingle rule (``verify="shingles"``, LSH for Jaccard 0.2; the stream's default), the
+  word rule with one
   figures test for every gap (``overlap_figures_window_seconds=None``), and the word rule
   without any names/figures test.
 * Three judged samples of (article, original) pairs, each judged by reading title and text
@@ -13,11 +14,11 @@ be duplicates; docs/stream.md, "Templated items".
   1. 50 of the pairs the rule without key test adds to the shingle rule's (seed 7; ``SAME``
      and ``WHY`` below), 2. 30 of those the one-figures-test rule still adds (seed 8;
      ``HELD_*``), both judged in the session that built the test; 3. a blind sample
-     (``benchmarks/judged/reuters_blind.json``): 40 of the pairs only the default makes (not
+     (``benchmarks/judged/reuters_blind.json``): 40 of the pairs only the word rule makes (not
      judged before; seed 11) and 40 of those only the shingle rule makes (seed 12), shuffled
      (seed 13), judged without knowing which rule made the pair.  The script re-draws every
      sample and stops if the pairs are no longer the judged ones.
-* For each rule, how many judged pairs of each kind it calls duplicate; for the default and
+* For each rule, how many judged pairs of each kind it calls duplicate; for the word rule and
   the shingle rule, the estimated different-story pairs among those only one of them makes.
 * Duplicate P/R/F1 of the rules on the tuning benchmark (Reuters docs[8000:], synth seed 1)
   and on the standard one (seed 0).
@@ -42,10 +43,10 @@ from neardup.evaluation.stream_quality import _date_key, run_stream
 from neardup.evaluation.synth import SynthConfig, synthesize
 from neardup.similarity.overlap import key_overlap, prepare
 
-# The default rule (word overlap, figures window 18 h), its version with one figures test for
+# The word rule (verify="overlap", figures window 18 h), its version with one figures test for
 # every gap (session 2), and without the names/figures test at all.
-DEFAULT = StreamConfig(verify="overlap")
-ONE_FIGURES_TEST = dataclasses.replace(DEFAULT, overlap_figures_window_seconds=None)
+WORD_RULE = StreamConfig(verify="overlap")
+ONE_FIGURES_TEST = dataclasses.replace(WORD_RULE, overlap_figures_window_seconds=None)
 NO_KEYS = dataclasses.replace(ONE_FIGURES_TEST, overlap_names_added=1.0, overlap_figures_added=1.0)
 ROOT = Path(__file__).resolve().parents[1]
 BLIND_PATH = ROOT / "benchmarks" / "judged" / "reuters_blind.json"
@@ -159,8 +160,8 @@ WHY = {
 }
 
 
-# Held-out check, judged after the thresholds were fixed: 30 of the default's extra
-# duplicates (vs the previous default) not in the first sample (seed 8); same story:
+# Held-out check, judged after the thresholds were fixed: 30 of the one-figures-test word
+# rule's extra duplicates (vs the shingle rule) not in the first sample (seed 8); same story:
 HELD_SEED = 8
 HELD_SIZE = 30
 HELD_IDS = [
@@ -266,12 +267,12 @@ def _blind(
     """Re-draw the blind sample and attach the stored judgements (exit if they no longer
     belong to the same pairs), and estimate the different-story pairs on each side."""
     blind = json.loads(BLIND_PATH.read_text())
-    now, shingles = runs["default"], runs["shingle rule"]
+    now, shingles = runs["word rule"], runs["shingle rule"]
     only_now = sorted((i, o) for i, o in now.items() if shingles.get(i) != o)
     only_shingles = sorted((i, o) for i, o in shingles.items() if now.get(i) != o)
     fresh = [x for x in only_now if x not in judged_before]
     seeds, size = blind["seeds"], blind["size_each"]
-    items = [("overlap", x) for x in random.Random(seeds["default_only"]).sample(fresh, size)]
+    items = [("overlap", x) for x in random.Random(seeds["word_rule_only"]).sample(fresh, size)]
     items += [
         ("shingles", x) for x in random.Random(seeds["shingles_only"]).sample(only_shingles, size)
     ]
@@ -287,9 +288,9 @@ def _blind(
 
     prior = [x for x in only_now if x in judged_before]
     return blind["pairs"], {
-        "default_only_pairs": len(only_now),
-        "default_only_judged_before": len(prior),
-        "default_only_blind_different_share": rate("overlap"),
+        "word_rule_only_pairs": len(only_now),
+        "word_rule_only_judged_before": len(prior),
+        "word_rule_only_blind_different_share": rate("overlap"),
         "shingles_only_pairs": len(only_shingles),
         "shingles_only_blind_different_share": rate("shingles"),
         "shingles_only_estimated_different": round(len(only_shingles) * rate("shingles"), 1),
@@ -303,7 +304,7 @@ def main() -> None:
     by_id = {str(d["id"]): d for d in docs}
     ordered = sorted(docs, key=_date_key)
     runs = {
-        "default": duplicates(ordered, DEFAULT),
+        "word rule": duplicates(ordered, WORD_RULE),
         "shingle rule": duplicates(ordered, PREVIOUS),
         "one figures test": duplicates(ordered, ONE_FIGURES_TEST),
         "word overlap without the key test": duplicates(ordered, NO_KEYS),
@@ -356,15 +357,15 @@ def main() -> None:
         for j in judged + held_judged
         if (j["new"], j["stored"]) in set(prior) and j["judgement"] == "different story"
     )
-    estimate["default_only_judged_before_different"] = prior_diff
-    estimate["default_only_estimated_different"] = round(
-        prior_diff + fresh * estimate["default_only_blind_different_share"], 1
+    estimate["word_rule_only_judged_before_different"] = prior_diff
+    estimate["word_rule_only_estimated_different"] = round(
+        prior_diff + fresh * estimate["word_rule_only_blind_different_share"], 1
     )
     out: dict[str, Any] = {
         "machine": machine(("neardup", "numpy", "numba", "xxhash")),
         "configs": {
-            "default": "StreamConfig() (verify='overlap', figures window 18 h)",
-            "shingle rule": "StreamConfig(verify='shingles') (LSH 0.2; the default before)",
+            "word rule": "StreamConfig(verify='overlap') (figures window 18 h)",
+            "shingle rule": "StreamConfig(verify='shingles') (LSH 0.2; the stream's default)",
             "one figures test": "verify='overlap', overlap_figures_window_seconds=None",
             "word overlap without the key test": "verify='overlap', names/figures tests off",
         },
@@ -382,7 +383,7 @@ def main() -> None:
                 ("blind", blind_pairs),
             )
         },
-        "default_vs_shingle_rule": estimate,
+        "word_rule_vs_shingle_rule": estimate,
         "sample": {"seed": SAMPLE_SEED, "size": SAMPLE_SIZE, "pairs": judged},
         "held_out_sample": {
             "seed": HELD_SEED,
@@ -396,7 +397,7 @@ def main() -> None:
         "reuters_duplicate_decisions",
         "pairs_not_made_by_the_shingle_rule",
         "kept_of_judged",
-        "default_vs_shingle_rule",
+        "word_rule_vs_shingle_rule",
     ):
         print(key, json.dumps(out[key], indent=1))
     tune = synthesize(docs[TUNE_OFFSET:], SynthConfig(seed=1))
@@ -404,7 +405,7 @@ def main() -> None:
     out["synthetic"] = {}
     for name, result in (("tune (docs[8000:], seed 1)", tune), ("standard (seed 0)", standard)):
         for cname, cfg in (
-            ("default", DEFAULT),
+            ("word rule", WORD_RULE),
             ("one figures test", ONE_FIGURES_TEST),
             ("without the key test", NO_KEYS),
         ):
