@@ -112,9 +112,13 @@ from neardup.records import Article
 from neardup.similarity import longest_common_substring
 from neardup.similarity._overlap_kernels import sorted_intersection_size
 from neardup.similarity.overlap import (
+    DigitRuns,
     OverlapConfig,
     OverlapText,
+    digit_runs,
+    figures_replaced,
     key_overlap,
+    never_peeled_digits,
     overlap_prepared,
     prepare,
     sequence_containment,
@@ -145,9 +149,15 @@ _CHECKPOINT_VERSION = 1
 # replicated Reuters stream a copy meets its original about 20,000 articles later; 4,096
 # entries cut the misses of 1,024 by 58 % (peak RSS of the 50,000-article run +40 MB).
 _OVERLAP_CACHE = 4096
-# Stored canonical articles' shingle values (about 1 KB an article on Reuters: some 20 MB),
-# to tell most candidates unrelated without reading them from the store.
-_SHINGLE_CACHE = 16384
+# Stored canonical articles' shingle values (about 1 KB an article on Reuters: some 70 MB),
+# filled at insert, to tell most candidates unrelated without reading them from the store
+# (on the replicated stream a story's copies are some 20,000 articles, 6,000 canonical,
+# apart; 65,536 entries reach about ten of its earlier copies).
+_SHINGLE_CACHE = 65536
+# Stored canonical articles' date and digit runs for verify="overlap" (a few hundred bytes an
+# article: some 20 MB), filled at insert: most candidates of another news day are settled by
+# their figures without a store read (_maybe_related).
+_DIGITS_CACHE = 65536
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -441,6 +451,34 @@ def _order_key(date_us: int | None, article_id: str) -> tuple[bool, int, str]:
     return (date_us is None, date_us or 0, article_id)
 
 
+@dataclasses.dataclass(slots=True)
+class _NewWords:
+    """The new article's text for the word test: its prepared words, digit runs and those of
+    its never-peeled paragraphs, each made once, when first needed (most articles meet no
+    candidate needing them)."""
+
+    text: str
+    config: OverlapConfig
+    _prepared: OverlapText | None = None
+    _digits: DigitRuns | None = None
+    _core: frozenset[str] | None = None
+
+    def prepared(self) -> OverlapText:
+        if self._prepared is None:
+            self._prepared = prepare(self.text, self.config)
+        return self._prepared
+
+    def digits(self) -> DigitRuns:
+        if self._digits is None:
+            self._digits = digit_runs(self.text)
+        return self._digits
+
+    def core_digits(self) -> frozenset[str]:
+        if self._core is None:
+            self._core = never_peeled_digits(self.text, self.config)
+        return self._core
+
+
 class NewsStream:
     """Ingest-time dedup, similar news and breaking events over a :class:`Store`.
 
@@ -478,6 +516,9 @@ class NewsStream:
         self._log_seq = 0
         self._since_checkpoint = 0
         self._overlap_cache: OrderedDict[int, OverlapText] = OrderedDict()
+        # Stored articles' (date, digit runs) by seq (LRU, _DIGITS_CACHE entries), for the
+        # figures pre-check of verify="overlap" (_figures_settle).
+        self._digits_cache: OrderedDict[int, tuple[int | None, DigitRuns]] = OrderedDict()
         # Stored canonical articles' shingle values by seq (LRU, _SHINGLE_CACHE entries):
         # most candidates are verified unrelated from these alone, without a store read.
         self._shingle_cache: OrderedDict[int, npt.NDArray[Any]] = OrderedDict()
@@ -683,6 +724,7 @@ class NewsStream:
         fresh._events = EventDetector(self.config.events)
         fresh._log_seq = 0
         fresh._overlap_cache = OrderedDict()
+        fresh._digits_cache = OrderedDict()
         fresh._catch_up()
         errors: list[str] = []
         mine, theirs = self._index.keys(), fresh._index.keys()
@@ -845,6 +887,11 @@ class NewsStream:
         self._log(seq, "add", "1" if indexed else "0")
         if indexed:
             self._index.add(seq, p.fingerprint)
+            # A canonical article is a candidate of the articles to come: cache what
+            # _maybe_related reads (the same values a store read gives).
+            self._remember_shingles(seq, p.shingles.values, p.shingles)
+            if cfg.verify == "overlap" and cfg.store_text:
+                self._remember_digits(seq, p.date_us, art.text)
             if self._lsh is not None and p.minhash is not None:
                 self._lsh.add(seq, p.minhash)
         self._events.add(seq, p.date_us, p.fingerprint, None)
@@ -899,7 +946,10 @@ class NewsStream:
                     lsh_only.add(int(key))
         if not distance and not lsh_only:
             return [], {}
-        wanted = self._maybe_related([*distance, *sorted(lsh_only)], shingles, text)
+        new_words = None if text is None else _NewWords(text, cfg.overlap)
+        wanted = self._maybe_related(
+            [*distance, *sorted(lsh_only)], shingles, text, new_words, date_us
+        )
         if not wanted:
             return [], {}
         rows = self.store.get_many_by_seq(wanted)
@@ -910,7 +960,6 @@ class NewsStream:
         matches: list[Match] = []
         by_id: dict[str, ArticleRow] = {}
         a = shingles.values
-        new_text: list[OverlapText] = []  # prepared once, on the first candidate needing it
         for row in rows:
             if row.date_us is not None:
                 if (
@@ -926,7 +975,7 @@ class NewsStream:
             elif since_us is not None or until_us is not None:
                 continue
             match = self._verify(
-                row, distance[row.seq], a, shingles, text, new_text, date_us=date_us
+                row, distance[row.seq], a, shingles, text, new_words, date_us=date_us
             )
             if match is None:  # verified unrelated (overlap below similar_min_overlap)
                 continue
@@ -943,7 +992,7 @@ class NewsStream:
         a: npt.NDArray[Any],
         shingles: Signature,
         text: str | None,
-        new_text: list[OverlapText] | None = None,
+        new_words: _NewWords | None = None,
         *,
         date_us: int | None = None,
     ) -> Match | None:
@@ -981,42 +1030,10 @@ class NewsStream:
             and max(contain, cover) >= cfg.overlap_min_shingle_overlap
             and not self._overlap_fast_accept(contain, cover, inter)
         ):
-            # Directed word overlap robust to spelling noise (similarity.overlap): the copy
-            # keeps at least half of the stored article and adds at most a fifth of its own
-            # (seed 000's "same article after some editing"), however many words are
-            # misspelt.  Without stored text the shingle rule above decides.
-            rule = (cfg.overlap_min_coverage, cfg.overlap_max_added)
-            if new_text is None:
-                new_text = []
-            if not new_text:
-                new_text.append(prepare(text, cfg.overlap))
-            stored_text = self._stored_text(row)
-            o = overlap_prepared(stored_text, new_text[0], cfg.overlap, decide=rule)
-            word_cover, word_added = o.coverage, o.added
-            # Short texts (one-line notices) need the shingle Jaccard instead of the floor
-            # of matched words; Jaccard alone no longer decides: an insert of a quarter
-            # still has a Jaccard near 0.8.
-            is_dup = (
-                word_cover >= cfg.overlap_min_coverage
-                and word_added <= cfg.overlap_max_added
-                and (
-                    o.stored_matched >= cfg.overlap_min_matched
-                    or jaccard >= cfg.duplicate_min_jaccard
-                )
-                # Word order: templated items of different companies share their words,
-                # not their sequence (docs/stream.md).
-                and sequence_containment(
-                    stored_text,
-                    new_text[0],
-                    cfg.overlap_sequence_width,
-                    cfg.overlap,
-                    at_least=cfg.overlap_min_sequence,
-                )
-                >= cfg.overlap_min_sequence
-                # Names and figures: a templated item of another issuer or day keeps the
-                # template's words and word order, not these (docs/stream.md, "Templated
-                # items").
-                and self._keys_agree(stored_text, new_text[0], _gap_us(row.date_us, date_us))
+            if new_words is None:
+                new_words = _NewWords(text, cfg.overlap)
+            is_dup, word_cover, word_added = self._word_test(
+                row, new_words, jaccard, _gap_us(row.date_us, date_us)
             )
         if not is_dup and max(contain, cover) < cfg.similar_min_overlap:
             return None
@@ -1039,6 +1056,49 @@ class NewsStream:
             None if word_cover is None else round(word_cover, 6),
             None if word_added is None else round(word_added, 6),
         )
+
+    def _word_test(
+        self, row: ArticleRow, new: _NewWords, jaccard: float, gap_us: int | None
+    ) -> tuple[bool, float | None, float | None]:
+        """``verify="overlap"``'s duplicate test of the new article against a stored one with
+        text: (duplicate?, word coverage, word added); the word figures are ``None`` when
+        the figures alone decided (below)."""
+        cfg = self.config
+        if self._figures_settle(self._stored_digits(row), new, gap_us):
+            return False, None, None
+        # Directed word overlap robust to spelling noise (similarity.overlap): the copy
+        # keeps at least half of the stored article and adds at most a fifth of its own
+        # (seed 000's "same article after some editing"), however many words are
+        # misspelt.  Without stored text the shingle rule decides.
+        rule = (cfg.overlap_min_coverage, cfg.overlap_max_added)
+        stored_text = self._stored_text(row)
+        new_text = new.prepared()
+        o = overlap_prepared(stored_text, new_text, cfg.overlap, decide=rule)
+        # Short texts (one-line notices) need the shingle Jaccard instead of the floor of
+        # matched words; Jaccard alone no longer decides: an insert of a quarter still has
+        # a Jaccard near 0.8.
+        is_dup = (
+            o.coverage >= cfg.overlap_min_coverage
+            and o.added <= cfg.overlap_max_added
+            and (
+                o.stored_matched >= cfg.overlap_min_matched or jaccard >= cfg.duplicate_min_jaccard
+            )
+            # Word order: templated items of different companies share their words, not
+            # their sequence (docs/stream.md).
+            and sequence_containment(
+                stored_text,
+                new_text,
+                cfg.overlap_sequence_width,
+                cfg.overlap,
+                at_least=cfg.overlap_min_sequence,
+            )
+            >= cfg.overlap_min_sequence
+            # Names and figures: a templated item of another issuer or day keeps the
+            # template's words and word order, not these (docs/stream.md, "Templated
+            # items").
+            and self._keys_agree(stored_text, new_text, gap_us)
+        )
+        return is_dup, o.coverage, o.added
 
     def _keys_agree(self, stored: OverlapText, new: OverlapText, gap_us: int | None) -> bool:
         """Whether the new article's names and figures are the stored one's
@@ -1087,6 +1147,7 @@ class NewsStream:
         # life; after _load (a rollback) a seq may name another article.
         if self._caches_index is not self._index:
             self._overlap_cache.clear()
+            self._digits_cache.clear()
             self._shingle_cache.clear()
             self._caches_index = self._index
 
@@ -1104,13 +1165,22 @@ class NewsStream:
         if len(cache) > _SHINGLE_CACHE:
             cache.popitem(last=False)
 
-    def _maybe_related(self, seqs: list[int], shingles: Signature, text: str | None) -> list[int]:
+    def _maybe_related(
+        self,
+        seqs: list[int],
+        shingles: Signature,
+        text: str | None,
+        new_words: _NewWords | None = None,
+        date_us: int | None = None,
+    ) -> list[int]:
         """``seqs`` (in order) minus the candidates whose cached shingle values already make
         :meth:`_verify` return ``None``: not a duplicate by the shingle rule, ``max(containment,
         coverage)`` below ``similar_min_overlap`` and (``verify="overlap"`` with text) below
-        ``overlap_min_shingle_overlap``, so no other test runs.  The same arithmetic as
-        :meth:`_verify`; a candidate not cached, or with any doubt, is kept (exact: the
-        matches are those of verifying every candidate)."""
+        ``overlap_min_shingle_overlap``, so no other test runs, or only the word test, which
+        the figures settle (:meth:`_figures_settle`, ``new_words`` dated ``date_us``, from
+        the cached digit runs).  The same arithmetic as :meth:`_verify`; a candidate not
+        cached, or with any doubt, is kept (exact: the matches are those of verifying every
+        candidate)."""
         cfg = self.config
         a = shingles.values
         if (
@@ -1122,6 +1192,7 @@ class NewsStream:
             return seqs
         self._check_caches()
         cache = self._shingle_cache
+        digits = self._digits_cache
         word_test = cfg.verify == "overlap" and text is not None
         floor = cfg.similar_min_overlap
         if word_test:
@@ -1141,15 +1212,25 @@ class NewsStream:
             jaccard = inter / union if union else 1.0
             contain = inter / a.size
             cover = inter / b.size
-            if (
+            related = (
                 jaccard >= cfg.duplicate_min_jaccard
                 or (
                     contain >= cfg.duplicate_min_containment
                     and cover >= cfg.duplicate_min_coverage
                     and inter >= cfg.duplicate_min_shared
                 )
-                or max(contain, cover) >= floor
-            ):
+                or max(contain, cover) >= cfg.similar_min_overlap
+            )
+            if not related and max(contain, cover) >= floor:
+                # Only the word test could relate them: settled by the figures when both
+                # are cached (the same test as _word_test's, on the same values).
+                related = (
+                    new_words is None
+                    or self._overlap_fast_accept(contain, cover, inter)
+                    or (known := digits.get(seq)) is None
+                    or not self._figures_settle(known[1], new_words, _gap_us(known[0], date_us))
+                )
+            if related:
                 keep.append(seq)
         return keep
 
@@ -1177,6 +1258,39 @@ class NewsStream:
                 f"{shingles.scheme_id}"
             )
         return other.values
+
+    def _figures_settle(self, stored: DigitRuns, new: _NewWords, gap_us: int | None) -> bool:
+        """Whether the figures alone make ``verify="overlap"``'s test fail: the two are
+        dated more than ``overlap_figures_window_seconds`` apart (another news day, where
+        :meth:`_keys_agree` allows no other figure) and a figure of one cannot be among the
+        other's words (:func:`~neardup.similarity.overlap.figures_replaced`).  The word
+        matching is then skipped (a speed path: the same verdict, tested)."""
+        window = self.config.overlap_figures_window_seconds
+        return (
+            window is not None
+            and gap_us is not None
+            and gap_us > window * _US
+            and figures_replaced(stored, new.digits(), new.core_digits(), self.config.overlap)
+        )
+
+    def _remember_digits(self, seq: int, date_us: int | None, text: str) -> DigitRuns:
+        """Cache a stored article's date and digit runs (LRU, ``_DIGITS_CACHE`` entries of a
+        few dozen short strings each)."""
+        self._check_caches()
+        cache = self._digits_cache
+        found = cache.get(seq)
+        if found is not None:
+            cache.move_to_end(seq)
+            return found[1]
+        digits = digit_runs(text)
+        cache[seq] = (date_us, digits)
+        if len(cache) > _DIGITS_CACHE:
+            cache.popitem(last=False)
+        return digits
+
+    def _stored_digits(self, row: ArticleRow) -> DigitRuns:
+        """The stored article's digit runs (:func:`~neardup.similarity.overlap.digit_runs`)."""
+        return self._remember_digits(row.seq, row.date_us, row.text or "")
 
     def _stored_text(self, row: ArticleRow) -> OverlapText:
         """The stored article's prepared words, from a small LRU cache keyed by seq."""

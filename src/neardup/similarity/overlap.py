@@ -80,14 +80,19 @@ from collections.abc import Set as AbstractSet
 from neardup.config import Config, check_int, check_range
 
 __all__ = [
+    "DigitRuns",
     "KeyOverlap",
     "Overlap",
     "OverlapConfig",
     "OverlapText",
     "delete_keys",
+    "digit_runs",
+    "figures_replaced",
     "key_overlap",
     "key_words",
     "lcs_length",
+    "never_peeled",
+    "never_peeled_digits",
     "overlap",
     "overlap_prepared",
     "overlap_words",
@@ -924,6 +929,82 @@ def key_overlap(
         kept = OverlapText(new.paragraphs[i:j], kept_words, Counter(kept_words), new.texts[i:j])
     sn, sk, sf, sfk = _found_counts(cfg, (w for ws in stored.keys(cfg) for w in ws), kept)
     return KeyOverlap(n, nf, f, ff, sn, sk, sf, sfk)
+
+
+# A whole \w+ run of ASCII digits: a figure key word (key_words keeps every run holding a
+# digit, _is_figure every all-digit one) and, in the case-folded text, a word.
+_DIGIT_RUN_RE = re.compile(r"\b[0-9]+\b")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DigitRuns:
+    """A text's ASCII digit runs, for :func:`figures_replaced`: ``keys`` as key words (in
+    the raw text, as :func:`key_words` reads it) and ``words`` as words (in the case-folded
+    text, as :func:`words` reads it; the same set for an ASCII text)."""
+
+    keys: frozenset[str]
+    words: frozenset[str]
+
+
+def digit_runs(text: str) -> DigitRuns:
+    """The :class:`DigitRuns` of ``text`` (O(len(text)), one regular-expression scan)."""
+    keys = frozenset(_DIGIT_RUN_RE.findall(text))
+    if text.isascii():
+        return DigitRuns(keys, keys)
+    return DigitRuns(keys, frozenset(_DIGIT_RUN_RE.findall(text.casefold())))
+
+
+def _never_peeled_range(sizes: Sequence[int], cfg: OverlapConfig) -> tuple[int, int]:
+    # never_peeled's range from the paragraphs' word counts.
+    if cfg.packaging_max_words == 0 or len(sizes) <= 1:
+        return 0, len(sizes)
+    long = [k for k, n in enumerate(sizes) if n > cfg.packaging_max_words]
+    return (long[0], long[-1] + 1) if long else (0, 0)
+
+
+def never_peeled(new: OverlapText, config: OverlapConfig | None = None) -> tuple[int, int]:
+    """Paragraph range of ``new`` that :func:`peel_packaging` keeps whatever the stored text:
+    from its first to its last paragraph of more than ``packaging_max_words`` words (the
+    peel stops at the first paragraph that is not packaging, from either edge); the whole
+    text when nothing can be peeled; an empty range when every paragraph is short."""
+    return _never_peeled_range([len(ws) for ws in new.paragraphs], config or OverlapConfig())
+
+
+def never_peeled_digits(text: str, config: OverlapConfig | None = None) -> frozenset[str]:
+    """The ASCII digit runs (as key words) of the :func:`never_peeled` paragraphs of
+    ``text``, without preparing it (the paragraphs' word counts only)."""
+    cfg = config or OverlapConfig()
+    paras = paragraphs(text)
+    if cfg.mask_digits or cfg.mask_calendar:
+        sizes = [len(words(p, cfg)) for p in paras]
+    else:  # words() without masks
+        sizes = [len(_WORD_RE.findall(p.casefold())) for p in paras]
+    i, j = _never_peeled_range(sizes, cfg)
+    return frozenset(itertools.chain.from_iterable(map(_DIGIT_RUN_RE.findall, paras[i:j])))
+
+
+def figures_replaced(
+    stored: DigitRuns,
+    new: DigitRuns,
+    new_core: frozenset[str],
+    config: OverlapConfig | None = None,
+) -> bool:
+    """A cheap sufficient test that :func:`key_overlap` of the two texts has
+    ``figures_added > 0`` or ``figures_kept_share < 1`` (some figure of one is not among the
+    other's words), without the word matching: ``stored`` / ``new``: the texts'
+    :func:`digit_runs`; ``new_core``: :func:`never_peeled_digits` of the new text.
+
+    True when a digit run of the stored text is not a word of the new one (a stored figure
+    the kept new text cannot keep), or a digit run of the new text's never-peeled part is
+    not a word of the stored one (a new figure not found).  False means "not known", never
+    "the figures agree".  Exact for what it claims (tested against :func:`key_overlap`);
+    only without ``mask_digits`` / ``mask_calendar`` (False otherwise).  O(d) for d digit
+    runs.
+    """
+    cfg = config or OverlapConfig()
+    if cfg.mask_digits or cfg.mask_calendar:
+        return False
+    return not stored.keys <= new.words or not new_core <= stored.words
 
 
 def sequence_containment(
