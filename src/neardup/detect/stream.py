@@ -329,8 +329,10 @@ class Match:
     the shorter text (``None`` unless the LCS stage ran); ``score``: the ranking score
     (``jaccard`` when verified, else ``1 - distance / 64``); ``verdict``: ``duplicate`` or
     ``similar``; ``word_coverage`` / ``word_added``: the word-overlap measure
-    (``verify="overlap"``, ``None`` when it did not run; when it was not needed to decide,
-    the values after exact matching only, see ``similarity.overlap``'s ``decide``).
+    (``verify="overlap"``, ``None`` when it did not run, also when the figures alone
+    settled the test: dated more than ``overlap_figures_window_seconds`` apart with a figure
+    of one not among the other's words; when it was not needed to decide, the values after
+    exact matching only, see ``similarity.overlap``'s ``decide``).
     """
 
     id: str
@@ -889,7 +891,8 @@ class NewsStream:
             self._index.add(seq, p.fingerprint)
             # A canonical article is a candidate of the articles to come: cache what
             # _maybe_related reads (the same values a store read gives).
-            self._remember_shingles(seq, p.shingles.values, p.shingles)
+            if cfg.verify != "none":
+                self._remember_shingles(seq, p.shingles.values, p.shingles)
             if cfg.verify == "overlap" and cfg.store_text:
                 self._remember_digits(seq, p.date_us, art.text)
             if self._lsh is not None and p.minhash is not None:
