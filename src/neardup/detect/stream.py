@@ -949,7 +949,10 @@ class NewsStream:
                     lsh_only.add(int(key))
         if not distance and not lsh_only:
             return [], {}
-        new_words = None if text is None else _NewWords(text, cfg.overlap)
+        # The word test's view of the new text (made lazily; only verify="overlap" reads it).
+        new_words = None
+        if cfg.verify == "overlap" and text is not None:
+            new_words = _NewWords(text, cfg.overlap)
         wanted = self._maybe_related(
             [*distance, *sorted(lsh_only)], shingles, text, new_words, date_us
         )
