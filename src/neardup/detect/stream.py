@@ -113,6 +113,7 @@ from neardup.similarity import longest_common_substring
 from neardup.similarity._overlap_kernels import sorted_intersection_size
 from neardup.similarity.overlap import (
     DigitRuns,
+    KeyOverlap,
     OverlapConfig,
     OverlapText,
     digit_runs,
@@ -122,6 +123,12 @@ from neardup.similarity.overlap import (
     overlap_prepared,
     prepare,
     sequence_containment,
+)
+from neardup.similarity.wordarrays import (
+    WordArrays,
+    word_arrays,
+    word_test_arrays,
+    word_test_params,
 )
 from neardup.sketch.base import Signature
 from neardup.sketch.minhash import MinHashConfig, minhash_values
@@ -147,7 +154,9 @@ _CHECKPOINT_VERSION = 1
 # to 4,096 articles (words interned, shared between texts: about 10 KB an article, some
 # 40 MB; delete-key sets are kept for 1,024 texts at most, see similarity.overlap).  On the
 # replicated Reuters stream a copy meets its original about 20,000 articles later; 4,096
-# entries cut the misses of 1,024 by 58 % (peak RSS of the 50,000-article run +40 MB).
+# entries cut the misses of 1,024 by 58 % (peak RSS of the 50,000-article run +40 MB).  The
+# same bound holds for the stored ASCII texts' word arrays of the compiled word test (about
+# 9 KB an article on Reuters; only the texts of non-ASCII articles are still prepared).
 _OVERLAP_CACHE = 4096
 # Stored canonical articles' shingle values (about 1 KB an article on Reuters: some 70 MB),
 # filled at insert, to tell most candidates unrelated without reading them from the store
@@ -464,6 +473,15 @@ class _NewWords:
     _prepared: OverlapText | None = None
     _digits: DigitRuns | None = None
     _core: frozenset[str] | None = None
+    _arrays: WordArrays | None = None
+    _arrays_made: bool = False
+
+    def arrays(self) -> WordArrays | None:
+        """The compiled word test's arrays (``None``: not ASCII, the reference applies)."""
+        if not self._arrays_made:
+            self._arrays = word_arrays(self.text, self.config)
+            self._arrays_made = True
+        return self._arrays
 
     def prepared(self) -> OverlapText:
         if self._prepared is None:
@@ -518,6 +536,20 @@ class NewsStream:
         self._log_seq = 0
         self._since_checkpoint = 0
         self._overlap_cache: OrderedDict[int, OverlapText] = OrderedDict()
+        # Stored articles' word arrays for the compiled word test (None: not ASCII), by seq.
+        self._arrays_cache: OrderedDict[int, WordArrays | None] = OrderedDict()
+        # The compiled word test's parameters, without and with the Jaccard route.
+        self._word_params = tuple(
+            word_test_params(
+                self.config.overlap,
+                decide=(self.config.overlap_min_coverage, self.config.overlap_max_added),
+                min_matched=self.config.overlap_min_matched,
+                jaccard_ok=ok,
+                width=self.config.overlap_sequence_width,
+                min_sequence=self.config.overlap_min_sequence,
+            )
+            for ok in (False, True)
+        )
         # Stored articles' (date, digit runs) by seq (LRU, _DIGITS_CACHE entries), for the
         # figures pre-check of verify="overlap" (_figures_settle).
         self._digits_cache: OrderedDict[int, tuple[int | None, DigitRuns]] = OrderedDict()
@@ -1075,22 +1107,30 @@ class NewsStream:
         # Directed word overlap robust to spelling noise (similarity.overlap): the copy
         # keeps at least half of the stored article and adds at most a fifth of its own
         # (seed 000's "same article after some editing"), however many words are
-        # misspelt.  Without stored text the shingle rule decides.
+        # misspelt.  Short texts (one-line notices) need the shingle Jaccard instead of the
+        # floor of matched words; Jaccard alone no longer decides: an insert of a quarter
+        # still has a Jaccard near 0.8.  Then word order (templated items of different
+        # companies share their words, not their sequence) and names and figures (a
+        # templated item of another issuer or day keeps the template's words and word
+        # order, not these; docs/stream.md, "Templated items").  Without stored text the
+        # shingle rule decides.
+        jaccard_ok = jaccard >= cfg.duplicate_min_jaccard
+        new_arrays = new.arrays()
+        stored_arrays = None if new_arrays is None else self._stored_arrays(row)
+        if new_arrays is not None and stored_arrays is not None:
+            # The compiled word test (similarity.wordarrays): the same values as below.
+            test = word_test_arrays(stored_arrays, new_arrays, self._word_params[jaccard_ok])
+            o = test.overlap
+            agree = test.keys is not None and self._keys_agree(test.keys, gap_us)
+            return agree, o.coverage, o.added
         rule = (cfg.overlap_min_coverage, cfg.overlap_max_added)
         stored_text = self._stored_text(row)
         new_text = new.prepared()
         o = overlap_prepared(stored_text, new_text, cfg.overlap, decide=rule)
-        # Short texts (one-line notices) need the shingle Jaccard instead of the floor of
-        # matched words; Jaccard alone no longer decides: an insert of a quarter still has
-        # a Jaccard near 0.8.
         is_dup = (
             o.coverage >= cfg.overlap_min_coverage
             and o.added <= cfg.overlap_max_added
-            and (
-                o.stored_matched >= cfg.overlap_min_matched or jaccard >= cfg.duplicate_min_jaccard
-            )
-            # Word order: templated items of different companies share their words, not
-            # their sequence (docs/stream.md).
+            and (o.stored_matched >= cfg.overlap_min_matched or jaccard_ok)
             and sequence_containment(
                 stored_text,
                 new_text,
@@ -1099,23 +1139,19 @@ class NewsStream:
                 at_least=cfg.overlap_min_sequence,
             )
             >= cfg.overlap_min_sequence
-            # Names and figures: a templated item of another issuer or day keeps the
-            # template's words and word order, not these (docs/stream.md, "Templated
-            # items").
-            and self._keys_agree(stored_text, new_text, gap_us)
+            and self._keys_agree(key_overlap(stored_text, new_text, cfg.overlap), gap_us)
         )
         return is_dup, o.coverage, o.added
 
-    def _keys_agree(self, stored: OverlapText, new: OverlapText, gap_us: int | None) -> bool:
-        """Whether the new article's names and figures are the stored one's
-        (:func:`~neardup.similarity.overlap.key_overlap`): False when it *replaces* them,
+    def _keys_agree(self, k: KeyOverlap, gap_us: int | None) -> bool:
+        """Whether the new article's names and figures are the stored one's (``k``, their
+        :func:`~neardup.similarity.overlap.key_overlap`): False when it *replaces* them,
         i.e. adds more than ``overlap_names_added`` of its names while keeping less than
         ``overlap_names_kept`` of the stored one's (another issuer), or the same for figures
         and dates (another day or period).  An insert adds names and figures but keeps the
         stored ones; a re-send or correction keeps most of both (docs/stream.md,
         "Templated items").  Added thresholds of 1.0 turn a test off."""
         cfg = self.config
-        k = key_overlap(stored, new, cfg.overlap)
         other_names = (
             k.names_added > cfg.overlap_names_added and k.names_kept_share < cfg.overlap_names_kept
         )
@@ -1153,6 +1189,7 @@ class NewsStream:
         # life; after _load (a rollback) a seq may name another article.
         if self._caches_index is not self._index:
             self._overlap_cache.clear()
+            self._arrays_cache.clear()
             self._digits_cache.clear()
             self._shingle_cache.clear()
             self._caches_index = self._index
@@ -1297,6 +1334,20 @@ class NewsStream:
     def _stored_digits(self, row: ArticleRow) -> DigitRuns:
         """The stored article's digit runs (:func:`~neardup.similarity.overlap.digit_runs`)."""
         return self._remember_digits(row.seq, row.date_us, row.text or "")
+
+    def _stored_arrays(self, row: ArticleRow) -> WordArrays | None:
+        """The stored article's word arrays (``None``: not ASCII), from an LRU cache keyed by
+        seq (``_OVERLAP_CACHE`` entries, about 9 KB each on Reuters)."""
+        self._check_caches()
+        cache = self._arrays_cache
+        if row.seq in cache:
+            cache.move_to_end(row.seq)
+            return cache[row.seq]
+        made = word_arrays(row.text or "", self.config.overlap)
+        cache[row.seq] = made
+        if len(cache) > _OVERLAP_CACHE:
+            cache.popitem(last=False)
+        return made
 
     def _stored_text(self, row: ArticleRow) -> OverlapText:
         """The stored article's prepared words, from a small LRU cache keyed by seq."""

@@ -10,6 +10,8 @@
   alignment of Sanchez-Perez, Sidorov & Gelbukh, PAN 2014), with :class:`AlignmentConfig`.
 * :mod:`neardup.similarity.overlap`: :func:`overlap`, directed word overlap robust to
   spelling noise (coverage of the stored text, share added by the new one; seed 000).
+* :mod:`neardup.similarity.wordarrays`: the same word test compiled over word arrays of
+  ASCII texts (equal results; the stream's fast path).
 
 See ``docs/similarity.md``.
 """
