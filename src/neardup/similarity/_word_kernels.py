@@ -233,29 +233,23 @@ def tokenize(buf: Any, calendar: Any) -> tuple[Any, Any]:  # pragma: no cover - 
     meta = np.empty(_HEAD + (n + 1) + (p + 1) + 4 * n + 3 * v + size + LENGTHS + 1 + v, np.int64)
     meta[0], meta[1], meta[2], meta[3] = n, p, v, size
     o = _HEAD
-    meta[o : o + n + 1] = starts[: n + 1]
-    o += n + 1
-    meta[o : o + p + 1] = paras[: p + 1]
-    o += p + 1
-    meta[o : o + n] = hashes[:n]
-    o += n
-    meta[o : o + n] = flags[:n]
-    o += n
-    meta[o : o + n] = masks[:n]
-    o += n
-    meta[o : o + n] = slots
-    o += n
-    meta[o : o + v] = vocab_hash[:v]
-    o += v
-    meta[o : o + v] = vocab_count[:v]
-    o += v
-    meta[o : o + v] = vocab_first[:v]
-    o += v
-    meta[o : o + size] = table
-    o += size
-    meta[o : o + LENGTHS + 1] = bucket_start
-    o += LENGTHS + 1
-    meta[o : o + v] = by_length
+    # The parts in the layout's order (module docstring).
+    for part in (
+        starts[: n + 1],
+        paras[: p + 1],
+        hashes[:n],
+        flags[:n],
+        masks[:n],
+        slots,
+        vocab_hash[:v],
+        vocab_count[:v],
+        vocab_first[:v],
+        table,
+        bucket_start,
+        by_length,
+    ):
+        meta[o : o + part.shape[0]] = part
+        o += part.shape[0]
     return chars[:c_len].copy(), meta
 
 
