@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -151,16 +152,29 @@ def test_stream_decisions_are_unchanged(
 
     calls: list[bool] = []
     import neardup.detect.stream as stream_module
+    from neardup.index.facts import CandidateFacts
 
+    # Both forms of the pre-check: on the facts held in memory (index.facts) and on digit
+    # runs (similarity.overlap, for articles without facts).
     real: Callable[..., bool] = figures_replaced  # the function the stream imports
+    real_facts = CandidateFacts.figures_replaced
 
     def counted(*args: Any, **kwargs: Any) -> bool:
         calls.append(real(*args, **kwargs))
         return calls[-1]
 
+    def counted_facts(self: CandidateFacts, *args: Any, **kwargs: Any) -> Any:
+        out = real_facts(self, *args, **kwargs)
+        calls.extend(bool(x) for x in out)
+        return out
+
     monkeypatch.setattr(stream_module, "figures_replaced", counted)
+    monkeypatch.setattr(CandidateFacts, "figures_replaced", counted_facts)
     fast = run("fast.db")
     monkeypatch.setattr(stream_module, "figures_replaced", lambda *a, **k: False)
+    monkeypatch.setattr(
+        CandidateFacts, "figures_replaced", lambda self, seqs, *a, **k: np.zeros(len(seqs), bool)
+    )
     every = run("every.db")
     assert fast == every
     # Not vacuous: the pre-check ran and skipped word tests, and decisions of each kind.

@@ -420,8 +420,8 @@ def test_stream_filter_and_caches_change_no_decision(
     monkeypatch: pytest.MonkeyPatch,
     verify: str,
 ) -> None:
-    """Decisions (full JSON) with the cached "surely unrelated" filter and tiny caches equal
-    those of verifying every candidate read from the store."""
+    """Decisions (full JSON) with the "surely unrelated" screen (index.facts) and a tiny word
+    cache equal those of verifying every candidate read from the store."""
     docs = [d for d in reuters_docs[:250] if str(d["text"]).strip()]
     articles = _replicated(docs, 3)
 
@@ -438,7 +438,6 @@ def test_stream_filter_and_caches_change_no_decision(
     fast = run("fast.db")
     import neardup.detect.stream as stream_module
 
-    monkeypatch.setattr(stream_module, "_SHINGLE_CACHE", 7)
     monkeypatch.setattr(stream_module, "_OVERLAP_CACHE", 5)
     small = run("small.db")
     monkeypatch.setattr(NewsStream, "_maybe_related", lambda self, seqs, *rest: seqs)

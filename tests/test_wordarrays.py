@@ -51,6 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -150,12 +151,41 @@ def _decode(arrays: WordArrays) -> _Decoded:
         bucket_start=take(kernels.LENGTHS + 1),
         by_length=take(v),
     )
-    assert at == len(meta)  # nothing left over
+    keys = take(len(meta) - at)  # the delete-key table: the rest
+    assert at == len(meta)
+    _check_delete_keys(decoded, keys)
     assert starts[0] == 0 and starts[-1] == len(chars)
     assert starts == sorted(starts) and paras == sorted(paras)
     assert paras[0] == 0 and paras[-1] == n
     assert arrays.words == n
     return decoded
+
+
+def _check_delete_keys(d: _Decoded, keys: list[int]) -> None:
+    """The delete-key table holds, for each distinct word of at most KEY_MAX_LENGTH bytes,
+    exactly its distinct one-byte deletions and itself, and nothing else."""
+    size = len(keys)
+    assert size >= 2 and size & (size - 1) == 0
+    held: Counter[tuple[int, int]] = Counter()
+    for e in keys:
+        if e != -1:
+            held[(e >> 32, e & 0xFFFFFFFF)] += 1
+    want: Counter[tuple[int, int]] = Counter()
+    for index, first in enumerate(d.vocab_first):
+        word = d.words[first]
+        if len(word) > kernels.KEY_MAX_LENGTH:
+            continue
+        variants = {word} | {word[:i] + word[i + 1 :] for i in range(len(word))}
+        buf = np.frombuffer(word.encode(), dtype=np.uint8)
+        for i in range(-1, len(word)):
+            if i > 0 and word[i] == word[i - 1]:
+                continue
+            h = int(kernels._key_hash(buf, 0, len(word), i))
+            want[(h >> 32, index)] += 1
+        # One entry per distinct variant (a run of equal bytes gives one deletion).
+        assert sum(c for (_, i), c in want.items() if i == index) == len(variants)
+    assert held == want
+    assert 2 * sum(held.values()) <= size
 
 
 def _check_tokens(text: str) -> _Decoded:

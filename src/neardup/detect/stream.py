@@ -106,6 +106,7 @@ from neardup.errors import (
     SchemeMismatchError,
     StoreError,
 )
+from neardup.index.facts import FIGURES, KEEP, UNRELATED, CandidateFacts, ScreenRule, figure_hashes
 from neardup.index.hamming import HammingIndex
 from neardup.index.lsh import LSHIndex
 from neardup.records import Article
@@ -158,15 +159,6 @@ _CHECKPOINT_VERSION = 1
 # same bound holds for the stored ASCII texts' word arrays of the compiled word test (about
 # 9 KB an article on Reuters; only the texts of non-ASCII articles are still prepared).
 _OVERLAP_CACHE = 4096
-# Stored canonical articles' shingle values (about 1 KB an article on Reuters: some 70 MB),
-# filled at insert, to tell most candidates unrelated without reading them from the store
-# (on the replicated stream a story's copies are some 20,000 articles, 6,000 canonical,
-# apart; 65,536 entries reach about ten of its earlier copies).
-_SHINGLE_CACHE = 65536
-# Stored canonical articles' date and digit runs for verify="overlap" (a few hundred bytes an
-# article: some 20 MB), filled at insert: most candidates of another news day are settled by
-# their figures without a store read (_maybe_related).
-_DIGITS_CACHE = 65536
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -475,6 +467,20 @@ class _NewWords:
     _core: frozenset[str] | None = None
     _arrays: WordArrays | None = None
     _arrays_made: bool = False
+    _figure_words: npt.NDArray[np.uint64] | None = None
+    _figure_core: npt.NDArray[np.uint64] | None = None
+
+    def figure_words(self) -> npt.NDArray[np.uint64]:
+        """:func:`~neardup.index.facts.figure_hashes` of the digit runs (as words)."""
+        if self._figure_words is None:
+            self._figure_words = figure_hashes(self.digits().words)
+        return self._figure_words
+
+    def figure_core(self) -> npt.NDArray[np.uint64]:
+        """:func:`~neardup.index.facts.figure_hashes` of the never-peeled digit runs."""
+        if self._figure_core is None:
+            self._figure_core = figure_hashes(self.core_digits())
+        return self._figure_core
 
     def arrays(self) -> WordArrays | None:
         """The compiled word test's arrays (``None``: not ASCII, the reference applies)."""
@@ -550,12 +556,21 @@ class NewsStream:
             )
             for ok in (False, True)
         )
-        # Stored articles' (date, digit runs) by seq (LRU, _DIGITS_CACHE entries), for the
-        # figures pre-check of verify="overlap" (_figures_settle).
-        self._digits_cache: OrderedDict[int, tuple[int | None, DigitRuns]] = OrderedDict()
-        # Stored canonical articles' shingle values by seq (LRU, _SHINGLE_CACHE entries):
-        # most candidates are verified unrelated from these alone, without a store read.
-        self._shingle_cache: OrderedDict[int, npt.NDArray[Any]] = OrderedDict()
+        # Every canonical article's (and every article read since) shingle values' low 32
+        # bits, date and figures (index.facts, about 600 bytes an article on Reuters): most
+        # candidates are screened out from these alone, in one compiled call, without a
+        # store read (_maybe_related).  Never evicted: on the replicated stream a story's
+        # later versions meet every earlier one, and an LRU of 65,536 articles missed most
+        # of them beyond 300,000 articles.
+        self._facts = CandidateFacts()
+        self._screen_params = (
+            self._screen_rule(word_test=False).params(),
+            self._screen_rule(word_test=True).params(),
+        )
+        # figures_replaced never settles under masked digits or calendar words.
+        self._figures_apply = not (
+            self.config.overlap.mask_digits or self.config.overlap.mask_calendar
+        )
         # The in-memory index the seq caches were filled under: _load replaces it (a rolled
         # back batch may give its seqs to other articles), and the caches are then dropped.
         self._caches_index: HammingIndex | None = None
@@ -636,8 +651,13 @@ class NewsStream:
                 self._index.add_many(pending_keys, np.asarray(pending_fps, dtype=np.uint64))
                 if self._lsh is not None:
                     rows = self.store.get_many_by_seq(pending_keys)
-                    sigs = [self._minhash(Signature.from_bytes(r.signature).values) for r in rows]
+                    shingles = [Signature.from_bytes(r.signature) for r in rows]
+                    sigs = [self._minhash(s.values) for s in shingles]
                     self._lsh.add_many([r.seq for r in rows], sigs)
+                    if self.config.verify != "none":
+                        self._check_caches()
+                        for r, s in zip(rows, shingles, strict=True):
+                            self._remember(r.seq, r.date_us, s.values, s, r.text)
                 pending_keys.clear()
                 pending_fps.clear()
 
@@ -692,6 +712,7 @@ class NewsStream:
             "index_keys": np.asarray(keys, dtype=np.int64),
             "index_fps": fps,
             **self._events.state(),
+            **self._facts.state(),
         }
         # A per-process temporary name: several processes sharing a store may checkpoint at
         # once; each file is complete and self-consistent, and the last rename wins.
@@ -735,6 +756,8 @@ class NewsStream:
             if lsh_keys:
                 self._lsh.add_many(lsh_keys, sigs)
         self._events.load_state(arrays)
+        self._check_caches()
+        self._facts.load_state(arrays)  # absent from older checkpoints: filled as read
         self._log_seq = log_seq
 
     def _lsh_id(self) -> str | None:
@@ -758,7 +781,9 @@ class NewsStream:
         fresh._events = EventDetector(self.config.events)
         fresh._log_seq = 0
         fresh._overlap_cache = OrderedDict()
-        fresh._digits_cache = OrderedDict()
+        fresh._arrays_cache = OrderedDict()
+        fresh._facts = CandidateFacts()
+        fresh._caches_index = None
         fresh._catch_up()
         errors: list[str] = []
         mine, theirs = self._index.keys(), fresh._index.keys()
@@ -924,9 +949,7 @@ class NewsStream:
             # A canonical article is a candidate of the articles to come: cache what
             # _maybe_related reads (the same values a store read gives).
             if cfg.verify != "none":
-                self._remember_shingles(seq, p.shingles.values, p.shingles)
-            if cfg.verify == "overlap" and cfg.store_text:
-                self._remember_digits(seq, p.date_us, art.text)
+                self._remember(seq, p.date_us, p.shingles.values, p.shingles, art.text)
             if self._lsh is not None and p.minhash is not None:
                 self._lsh.add(seq, p.minhash)
         self._events.add(seq, p.date_us, p.fingerprint, None)
@@ -1041,7 +1064,7 @@ class NewsStream:
             verdict = "duplicate" if distance <= cfg.duplicate_max_distance else "similar"
             return Match(row.id, distance, 1.0 - distance / 64, verdict)
         b = self._stored_shingles(row, shingles)
-        self._remember_shingles(row.seq, b, shingles)
+        self._remember(row.seq, row.date_us, b, shingles, row.text)
         inter = sorted_intersection_size(a, b) if a.size and b.size else 0
         if inter < 0:  # not sorted distinct uint64 values (never from sign_shingles)
             inter = int(np.intersect1d(a, b, assume_unique=True).size)
@@ -1070,9 +1093,7 @@ class NewsStream:
         ):
             if new_words is None:
                 new_words = _NewWords(text, cfg.overlap)
-            is_dup, word_cover, word_added = self._word_test(
-                row, new_words, jaccard, _gap_us(row.date_us, date_us)
-            )
+            is_dup, word_cover, word_added = self._word_test(row, new_words, jaccard, date_us)
         if not is_dup and max(contain, cover) < cfg.similar_min_overlap:
             return None
         lcs_ratio: float | None = None
@@ -1096,13 +1117,14 @@ class NewsStream:
         )
 
     def _word_test(
-        self, row: ArticleRow, new: _NewWords, jaccard: float, gap_us: int | None
+        self, row: ArticleRow, new: _NewWords, jaccard: float, date_us: int | None
     ) -> tuple[bool, float | None, float | None]:
         """``verify="overlap"``'s duplicate test of the new article against a stored one with
         text: (duplicate?, word coverage, word added); the word figures are ``None`` when
         the figures alone decided (below)."""
         cfg = self.config
-        if self._figures_settle(self._stored_digits(row), new, gap_us):
+        gap_us = _gap_us(row.date_us, date_us)
+        if self._figures_settle(row, new, date_us):
             return False, None, None
         # Directed word overlap robust to spelling noise (similarity.overlap): the copy
         # keeps at least half of the stored article and adds at most a fifth of its own
@@ -1190,23 +1212,47 @@ class NewsStream:
         if self._caches_index is not self._index:
             self._overlap_cache.clear()
             self._arrays_cache.clear()
-            self._digits_cache.clear()
-            self._shingle_cache.clear()
+            self._facts.clear()
             self._caches_index = self._index
 
-    def _remember_shingles(self, seq: int, values: npt.NDArray[Any], shingles: Signature) -> None:
-        """Cache a stored article's shingle values (read from the store and checked to be of
-        the stream's scheme) for :meth:`_maybe_related`."""
+    def _screen_rule(self, word_test: bool) -> ScreenRule:
+        """:meth:`_verify`'s shingle arithmetic for :meth:`_maybe_related`; ``word_test``:
+        the word test may run (``verify="overlap"`` with the new text)."""
+        cfg = self.config
+        return ScreenRule(
+            min_jaccard=cfg.duplicate_min_jaccard,
+            min_containment=cfg.duplicate_min_containment,
+            min_coverage=cfg.duplicate_min_coverage,
+            min_shared=cfg.duplicate_min_shared,
+            similar_min_overlap=cfg.similar_min_overlap,
+            word_floor=(
+                min(cfg.similar_min_overlap, cfg.overlap_min_shingle_overlap) if word_test else None
+            ),
+            accept_containment=cfg.overlap_accept_containment,
+            min_word_coverage=cfg.overlap_min_coverage,
+        )
+
+    def _remember(
+        self,
+        seq: int,
+        date_us: int | None,
+        values: npt.NDArray[Any],
+        shingles: Signature,
+        text: str | None,
+    ) -> None:
+        """Record a stored article's facts (shingle values of the stream's scheme, date and,
+        under ``verify="overlap"`` with its text, figures) for :meth:`_maybe_related`."""
         if shingles.scheme_id != self.config.shingles.scheme_id:
             return
         self._check_caches()
-        cache = self._shingle_cache
-        if seq in cache:
-            cache.move_to_end(seq)
+        if seq in self._facts:
             return
-        cache[seq] = values
-        if len(cache) > _SHINGLE_CACHE:
-            cache.popitem(last=False)
+        figures = None
+        if self.config.verify == "overlap" and text is not None:
+            runs = digit_runs(text)
+            if runs.keys == runs.words:  # an ASCII text: one set serves both tests
+                figures = figure_hashes(runs.keys)
+        self._facts.add(seq, values, date_us, figures)
 
     def _maybe_related(
         self,
@@ -1216,66 +1262,41 @@ class NewsStream:
         new_words: _NewWords | None = None,
         date_us: int | None = None,
     ) -> list[int]:
-        """``seqs`` (in order) minus the candidates whose cached shingle values already make
-        :meth:`_verify` return ``None``: not a duplicate by the shingle rule, ``max(containment,
-        coverage)`` below ``similar_min_overlap`` and (``verify="overlap"`` with text) below
+        """``seqs`` (in order) minus candidates that :meth:`_verify` would return ``None``
+        for: not a duplicate by the shingle rule, ``max(containment, coverage)`` below
+        ``similar_min_overlap`` and (``verify="overlap"`` with text) below
         ``overlap_min_shingle_overlap``, so no other test runs, or only the word test, which
-        the figures settle (:meth:`_figures_settle`, ``new_words`` dated ``date_us``, from
-        the cached digit runs).  The same arithmetic as :meth:`_verify`; a candidate not
-        cached, or with any doubt, is kept (exact: the matches are those of verifying every
-        candidate)."""
+        the figures settle (:meth:`_figures_settle`, ``new_words`` dated ``date_us``).
+        Screened in one compiled call from the facts held in memory
+        (:class:`~neardup.index.facts.CandidateFacts`; an upper bound of each shared count,
+        so a dropped candidate is one the exact rule drops); a candidate without facts is
+        kept (exact: the matches are those of verifying every candidate)."""
         cfg = self.config
         a = shingles.values
+        self._check_caches()
         if (
             cfg.verify == "none"
             or not a.size
             or shingles.scheme_id != cfg.shingles.scheme_id
-            or not self._shingle_cache
+            or not len(self._facts)
         ):
             return seqs
-        self._check_caches()
-        cache = self._shingle_cache
-        digits = self._digits_cache
-        word_test = cfg.verify == "overlap" and text is not None
-        floor = cfg.similar_min_overlap
-        if word_test:
-            floor = min(floor, cfg.overlap_min_shingle_overlap)
-        keep: list[int] = []
-        for seq in seqs:
-            b = cache.get(seq)
-            if b is None or not b.size:
-                keep.append(seq)
-                continue
-            cache.move_to_end(seq)
-            inter = sorted_intersection_size(a, b)
-            if inter < 0:
-                keep.append(seq)
-                continue
-            union = a.size + b.size - inter
-            jaccard = inter / union if union else 1.0
-            contain = inter / a.size
-            cover = inter / b.size
-            related = (
-                jaccard >= cfg.duplicate_min_jaccard
-                or (
-                    contain >= cfg.duplicate_min_containment
-                    and cover >= cfg.duplicate_min_coverage
-                    and inter >= cfg.duplicate_min_shared
+        word_test = cfg.verify == "overlap" and text is not None and new_words is not None
+        codes = self._facts.screen(seqs, a, self._screen_params[word_test])
+        band = np.flatnonzero(codes == FIGURES)
+        if band.size:
+            codes[band] = KEEP
+            window = cfg.overlap_figures_window_seconds
+            if new_words is not None and window is not None and self._figures_apply:
+                settled = self._facts.figures_replaced(
+                    [seqs[i] for i in band],
+                    new_words.figure_words(),
+                    new_words.figure_core,
+                    date_us,
+                    window * _US,
                 )
-                or max(contain, cover) >= cfg.similar_min_overlap
-            )
-            if not related and max(contain, cover) >= floor:
-                # Only the word test could relate them: settled by the figures when both
-                # are cached (the same test as _word_test's, on the same values).
-                related = (
-                    new_words is None
-                    or self._overlap_fast_accept(contain, cover, inter)
-                    or (known := digits.get(seq)) is None
-                    or not self._figures_settle(known[1], new_words, _gap_us(known[0], date_us))
-                )
-            if related:
-                keep.append(seq)
-        return keep
+                codes[band[settled]] = UNRELATED
+        return [seq for seq, code in zip(seqs, codes.tolist(), strict=True) if code]
 
     def _stored_shingles(self, row: ArticleRow, shingles: Signature) -> npt.NDArray[Any]:
         """The stored article's shingle values; ``SchemeMismatchError`` when its signature is
@@ -1302,38 +1323,27 @@ class NewsStream:
             )
         return other.values
 
-    def _figures_settle(self, stored: DigitRuns, new: _NewWords, gap_us: int | None) -> bool:
+    def _figures_settle(self, row: ArticleRow, new: _NewWords, date_us: int | None) -> bool:
         """Whether the figures alone make ``verify="overlap"``'s test fail: the two are
         dated more than ``overlap_figures_window_seconds`` apart (another news day, where
         :meth:`_keys_agree` allows no other figure) and a figure of one cannot be among the
-        other's words (:func:`~neardup.similarity.overlap.figures_replaced`).  The word
-        matching is then skipped (a speed path: the same verdict, tested)."""
+        other's words (:func:`~neardup.similarity.overlap.figures_replaced`, from the facts
+        held when known).  The word matching is then skipped (a speed path: the same
+        verdict, tested)."""
         window = self.config.overlap_figures_window_seconds
-        return (
-            window is not None
-            and gap_us is not None
-            and gap_us > window * _US
-            and figures_replaced(stored, new.digits(), new.core_digits(), self.config.overlap)
-        )
-
-    def _remember_digits(self, seq: int, date_us: int | None, text: str) -> DigitRuns:
-        """Cache a stored article's date and digit runs (LRU, ``_DIGITS_CACHE`` entries of a
-        few dozen short strings each)."""
-        self._check_caches()
-        cache = self._digits_cache
-        found = cache.get(seq)
-        if found is not None:
-            cache.move_to_end(seq)
-            return found[1]
-        digits = digit_runs(text)
-        cache[seq] = (date_us, digits)
-        if len(cache) > _DIGITS_CACHE:
-            cache.popitem(last=False)
-        return digits
-
-    def _stored_digits(self, row: ArticleRow) -> DigitRuns:
-        """The stored article's digit runs (:func:`~neardup.similarity.overlap.digit_runs`)."""
-        return self._remember_digits(row.seq, row.date_us, row.text or "")
+        gap_us = _gap_us(row.date_us, date_us)
+        if window is None or gap_us is None or not gap_us > window * _US:
+            return False
+        if not self._figures_apply:
+            return False
+        if self._facts.knows_figures(row.seq):
+            return bool(
+                self._facts.figures_replaced(
+                    [row.seq], new.figure_words(), new.figure_core, date_us, window * _US
+                )[0]
+            )
+        stored = digit_runs(row.text or "")
+        return figures_replaced(stored, new.digits(), new.core_digits(), self.config.overlap)
 
     def _stored_arrays(self, row: ArticleRow) -> WordArrays | None:
         """The stored article's word arrays (``None``: not ASCII), from an LRU cache keyed by

@@ -17,6 +17,10 @@ and ``meta`` (int64, packed; :func:`tokenize` makes both).  ``meta`` holds, in o
     table[t]                  open addressing, hash -> distinct-word index (-1: empty)
     bucket_start[LENGTHS + 1] distinct words of length b are by_length[bucket_start[b]:...]
     by_length[v]              distinct-word indices by length (the last bucket: longer)
+    keys[k]                   delete keys (the rest of meta): open addressing, the low bits of
+                              a key's hash index it, an entry is (hash >> 32) << 32 | distinct
+                              word index (-1: empty); a distinct word of at most KEY_MAX_LENGTH
+                              bytes has its own key and those with one byte deleted
 
 Every function here mirrors one of :mod:`neardup.similarity.overlap` step by step (the
 greedy order, the early stops and their partial counts included); words are compared by
@@ -37,6 +41,8 @@ KEY = 1
 FIGURE = 2
 _HEAD = 4
 LENGTHS = 64
+# Longer words have no delete keys; a fuzzy lookup of a word this long or longer scans.
+KEY_MAX_LENGTH = 48
 
 # params of the matching kernels (float64 array), by index
 P_MAX_DELETES = 0
@@ -230,7 +236,9 @@ def tokenize(buf: Any, calendar: Any) -> tuple[Any, Any]:  # pragma: no cover - 
         b = min(starts[w + 1] - starts[w], LENGTHS - 1)
         by_length[fill[b]] = d
         fill[b] += 1
-    meta = np.empty(_HEAD + (n + 1) + (p + 1) + 4 * n + 3 * v + size + LENGTHS + 1 + v, np.int64)
+    keys = _delete_keys(chars, starts, vocab_first, v)
+    fixed = _HEAD + (n + 1) + (p + 1) + 4 * n + 3 * v + size + LENGTHS + 1 + v
+    meta = np.empty(fixed + keys.shape[0], np.int64)
     meta[0], meta[1], meta[2], meta[3] = n, p, v, size
     o = _HEAD
     # The parts in the layout's order (module docstring).
@@ -247,10 +255,94 @@ def tokenize(buf: Any, calendar: Any) -> tuple[Any, Any]:  # pragma: no cover - 
         table,
         bucket_start,
         by_length,
+        keys,
     ):
         meta[o : o + part.shape[0]] = part
         o += part.shape[0]
     return chars[:c_len].copy(), meta
+
+
+# Delete keys hash polynomially (mod 2^64, odd base): a word's hash H and its prefix hashes
+# give every one-byte deletion's hash in O(1), H(u without byte i) = H + (P_i (1 - B) - u_i)
+# B^(n-1-i), with P_i the hash of the first i bytes (B^-1 steps the power down).
+_B = np.uint64(0x9E3779B97F4A7C15)
+_B_INV = np.uint64(0xF1DE83E19937733D)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _finish(h: np.uint64, length: int) -> np.int64:
+    # The splitmix64 finaliser over the polynomial hash and the key's length.
+    h = h ^ (np.uint64(length) * np.uint64(0xD6E8FEB86659FD93))
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return np.int64(h ^ (h >> np.uint64(31)))
+
+
+@njit(cache=True, nogil=True)
+def _key_hash(chars: Any, a: int, b: int, skip: int) -> np.int64:
+    """The delete key of chars[a:b] without chars[skip] (-1: none), as a direct sum (the
+    reference of the O(1) steps in :func:`_delete_keys` and :func:`_fuzzy_by_keys`)."""
+    h = np.uint64(0)
+    for k in range(a, b):
+        if k != skip:
+            h = h * _B + np.uint64(chars[k])
+    return _finish(h, b - a - (1 if skip >= 0 else 0))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word_poly(chars: Any, a: int, b: int) -> tuple[np.uint64, np.uint64]:
+    # (H, B^(n-1)) of chars[a:b], n >= 1.
+    h = np.uint64(0)
+    power = np.uint64(1)
+    for k in range(a, b):
+        h = h * _B + np.uint64(chars[k])
+        if k > a:
+            power = power * _B
+    return h, power
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _entry(h: np.int64, d: int) -> np.int64:
+    return np.int64((np.uint64(h) >> np.uint64(32)) << np.uint64(32)) | np.int64(d)
+
+
+@njit(cache=True, nogil=True)
+def _delete_keys(chars: Any, starts: Any, vocab_first: Any, v: int) -> Any:
+    """The delete-key table (module docstring) of the distinct words."""
+    count = 0
+    for d in range(v):
+        w = vocab_first[d]
+        length = starts[w + 1] - starts[w]
+        if length <= KEY_MAX_LENGTH:
+            count += length + 1
+    size = 2
+    while size < 2 * count:
+        size *= 2
+    table = np.full(size, -1, np.int64)
+    for d in range(v):
+        w = vocab_first[d]
+        a, b = starts[w], starts[w + 1]
+        if b - a > KEY_MAX_LENGTH:
+            continue
+        whole, power = _word_poly(chars, a, b)
+        prefix = np.uint64(0)
+        for skip in range(a - 1, b):
+            if skip < a:
+                h = _finish(whole, b - a)
+            else:
+                c = np.uint64(chars[skip])
+                # Deleting any byte of a run of equal bytes gives one key: the first only.
+                same = skip > a and chars[skip] == chars[skip - 1]
+                h = _finish(whole + (prefix * (np.uint64(1) - _B) - c) * power, b - a - 1)
+                prefix = prefix * _B + c
+                power = power * _B_INV
+                if same:
+                    continue
+            at = h & (size - 1)
+            while table[at] != -1:
+                at = (at + 1) & (size - 1)
+            table[at] = _entry(h, d)
+    return table
 
 
 # --- reading a packed text -----------------------------------------------------------------
@@ -283,6 +375,79 @@ def _find(meta: Any, vh: int, v: int, h: np.int64) -> Any:
         if meta[vh + d] == h:
             return d
         at = (at + 1) & (size - 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _keys_at(meta: Any, vf: int, v: int) -> tuple[int, int]:
+    """(offset, size) of the delete-key table."""
+    at = vf + v + meta[3] + LENGTHS + 1 + v
+    return at, meta.shape[0] - at
+
+
+@njit(cache=True, nogil=True)
+def _fuzzy_by_keys(
+    params: Any, cu: Any, mu: Any, u: int, cv: Any, mv: Any, pool: Any, first: bool
+) -> int:
+    """With one delete allowed (``max_deletes`` 1): the distinct word of ``mv`` that
+    :func:`_best_fuzzy` chooses for word ``u`` of ``mu`` (``first``: any word that
+    :func:`_shares_key` accepts, and ``pool`` is ignored), from the words sharing a delete
+    key with it instead of every word of a compatible length.  With one delete,
+    ``max(|u|, |w|) - LCS(u, w) <= 1`` exactly when the two share a key (a common
+    subsequence one byte shorter than the longer word is one byte deleted from each, or
+    from one of them), so the two find the same words; each hit is checked as the scan
+    checks it (a 32-bit hash match is not trusted)."""
+    _, _, _, us, _, _, _, umasks, _, _, _, _ = _offsets(mu)
+    _, _, v, vs, _, _, _, vmasks, _, _, _, vf = _offsets(mv)
+    u0, u1 = mu[us + u], mu[us + u + 1]
+    lu = u1 - u0
+    shortest = params[P_FUZZY_MIN]
+    at0, size = _keys_at(mv, vf, v)
+    best = -1
+    best_need = 0
+    b0 = 0
+    b1 = 0
+    whole, power = _word_poly(cu, u0, u1)
+    prefix = np.uint64(0)
+    for skip in range(u0 - 1, u1):
+        if skip < u0:
+            h = _finish(whole, lu)
+        else:
+            c = np.uint64(cu[skip])
+            same = skip > u0 and cu[skip] == cu[skip - 1]
+            h = _finish(whole + (prefix * (np.uint64(1) - _B) - c) * power, lu - 1)
+            prefix = prefix * _B + c
+            power = power * _B_INV
+            if same:
+                continue
+        want = _entry(h, 0)
+        at = h & (size - 1)
+        while True:
+            e = mv[at0 + at]
+            if e == -1:
+                break
+            at = (at + 1) & (size - 1)
+            if (e >> 32) << 32 != want:
+                continue
+            d = e & 0xFFFFFFFF
+            if not first and pool[d] <= 0:
+                continue
+            w = mv[vf + d]
+            w0, w1 = mv[vs + w], mv[vs + w + 1]
+            lw = w1 - w0
+            if lw < shortest or abs(lw - lu) > 1:
+                continue
+            need = _deletes_within(cu, u0, u1, mu[umasks + u], cv, w0, w1, mv[vmasks + w], 1, mv)
+            if need < 0:
+                continue
+            if first:
+                return int(d)
+            if (
+                best < 0
+                or need < best_need
+                or (need == best_need and _compare(cv, w0, w1, cv, b0, b1) < 0)
+            ):
+                best, best_need, b0, b1 = d, need, w0, w1
+    return best
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -344,8 +509,53 @@ def _deletes_within(
         return -1
     if _popcount(ma & ~mb) > la - (longest - limit) or _popcount(mb & ~ma) > lb - (longest - limit):
         return -1
+    if limit <= 1:
+        return _within_one(ca, a0, a1, cb, b0, b1, limit)
     need = longest - _lcs(ca, a0, a1, cb, b0, b1, row)
     return need if need <= limit else -1
+
+
+@njit(cache=True, nogil=True)
+def _within_one(ca: Any, a0: int, a1: int, cb: Any, b0: int, b1: int, limit: int) -> int:
+    """``max(|u|, |v|) - LCS(u, v)`` when it is at most ``limit`` (0 or 1), else -1, in
+    O(|u| + |v|) (the dynamic program's answer: 0 when equal; 1 when one word is the other
+    with a byte deleted, or both are one word with a byte deleted from each)."""
+    la, lb = a1 - a0, b1 - b0
+    if la < lb:  # the longer first
+        ca, a0, a1, cb, b0, b1 = cb, b0, b1, ca, a0, a1
+        la, lb = lb, la
+    # Common prefix and suffix.
+    pre = 0
+    while pre < lb and ca[a0 + pre] == cb[b0 + pre]:
+        pre += 1
+    if la == lb and pre == la:
+        return 0
+    if limit < 1 or la - lb > 1:
+        return -1
+    suf = 0
+    while suf < lb and ca[a1 - 1 - suf] == cb[b1 - 1 - suf]:
+        suf += 1
+    if la == lb + 1:
+        # v is u with one byte deleted: some i with u[:i] == v[:i] and u[i+1:] == v[i:].
+        return 1 if pre + suf >= lb else -1
+    # Equal lengths L: del(u, i) == del(v, j).  With i <= j: u[:i] == v[:i],
+    # u[i+1:j+1] == v[i:j], u[j+1:] == v[j+1:]; the largest i (the common prefix) and the
+    # smallest j (L - 1 - the common suffix) leave the shortest middle to compare.
+    n = la
+    for _ in range(2):
+        i = pre
+        j = n - 1 - suf
+        if j < i:
+            j = i
+        ok = True
+        for k in range(i, j):
+            if ca[a0 + k + 1] != cb[b0 + k]:
+                ok = False
+                break
+        if ok:
+            return 1
+        ca, a0, a1, cb, b0, b1 = cb, b0, b1, ca, a0, a1
+    return -1
 
 
 @njit(cache=True, nogil=True)
@@ -390,6 +600,8 @@ def _best_fuzzy(
     lu = u1 - u0
     shortest = params[P_FUZZY_MIN]
     md = int(params[P_MAX_DELETES])
+    if md == 1 and lu < KEY_MAX_LENGTH:
+        return _fuzzy_by_keys(params, cu, mu, u, cv, mv, pool, False)
     best = -1
     best_need = 0
     b0 = 0
@@ -428,6 +640,8 @@ def _shares_key(params: Any, cu: Any, mu: Any, u: int, cv: Any, mv: Any, row: An
     du = _depth(params, lu)
     shortest = params[P_FUZZY_MIN]
     md = int(params[P_MAX_DELETES])
+    if md == 1 and lu < KEY_MAX_LENGTH:
+        return _fuzzy_by_keys(params, cu, mu, u, cv, mv, mv, True) >= 0
     by_length, r0, r1 = _buckets(mv, vf, v, lu - md, lu + md)
     for r in range(r0, r1):
         d = mv[by_length + r]
