@@ -157,7 +157,8 @@ _CHECKPOINT_VERSION = 1
 # replicated Reuters stream a copy meets its original about 20,000 articles later; 4,096
 # entries cut the misses of 1,024 by 58 % (peak RSS of the 50,000-article run +40 MB).  The
 # same bound holds for the stored ASCII texts' word arrays of the compiled word test (about
-# 9 KB an article on Reuters; only the texts of non-ASCII articles are still prepared).
+# 23 KB an article on Reuters with their delete keys, some 95 MB; only the texts of
+# non-ASCII articles are still prepared).
 _OVERLAP_CACHE = 4096
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
