@@ -22,7 +22,8 @@ figures pre-check of :func:`neardup.similarity.overlap.figures_replaced` on the 
 
 Deterministic (xxh3 hashes, no salted ``hash()``); memory 4 bytes per shingle, 8 per
 figure, 44 per article, plus 4 bytes per seq up to the largest one added (about 600 bytes
-an article on Reuters); never evicts (:meth:`clear` empties it).  Not thread-safe.
+an article on Reuters; the arrays grow by doubling, so up to twice that is reserved); never
+evicts (:meth:`clear` empties it).  Not thread-safe.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 from numba import njit
+
+from neardup.similarity._overlap_kernels import merge_count
 
 __all__ = ["FIGURES", "KEEP", "UNRELATED", "CandidateFacts", "ScreenRule", "figure_hashes"]
 
@@ -94,23 +97,6 @@ def figure_hashes(runs: Iterable[str]) -> npt.NDArray[np.uint64]:
 
 
 @njit(cache=True, nogil=True)
-def _merge_multiset(a: Any, b: Any, b0: int, b1: int) -> int:  # pragma: no cover - compiled
-    # Shared values of two sorted multisets, with multiplicity (sum of min counts).
-    i, j, n, found = 0, b0, a.shape[0], 0
-    while i < n and j < b1:
-        x, y = a[i], b[j]
-        if x == y:
-            found += 1
-            i += 1
-            j += 1
-        elif x < y:
-            i += 1
-        else:
-            j += 1
-    return found
-
-
-@njit(cache=True, nogil=True)
 def _screen(  # pragma: no cover - compiled
     a: Any,
     a_size: int,
@@ -138,7 +124,8 @@ def _screen(  # pragma: no cover - compiled
             continue
         b_size = counts[s]
         b0 = starts[s]
-        inter = _merge_multiset(a, values, b0, b0 + b_size)
+        # With repeated values the merge counts the sum of the smaller multiplicities.
+        inter = merge_count(a, 0, a.shape[0], values, b0, b0 + b_size)
         union = a_size + b_size - inter
         jaccard = inter / union if union else 1.0
         contain = inter / a_size

@@ -24,7 +24,9 @@ __all__ = ["merge_count", "sorted_intersection_size"]
 @njit(cache=True, nogil=True)
 def merge_count(a: Any, i: int, i_end: int, b: Any, j: int, j_end: int) -> int:
     """Equal values of ``a[i:i_end]`` and ``b[j:j_end]``, both sorted ascending and distinct,
-    by one merge pass (compiled; also the batch verifier's, :mod:`neardup.batch.verify`)."""
+    by one merge pass (compiled; also the batch verifier's, :mod:`neardup.batch.verify`).
+    On sorted arrays with repeated values it counts, per value, the smaller of its two
+    multiplicities (:mod:`neardup.index.facts` relies on that)."""
     found = 0
     while i < i_end and j < j_end:
         x, y = a[i], b[j]
