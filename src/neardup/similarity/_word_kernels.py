@@ -384,6 +384,17 @@ def _keys_at(meta: Any, vf: int, v: int) -> tuple[int, int]:
     return at, meta.shape[0] - at
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _better(
+    best: int, best_need: int, need: int, cv: Any, b0: int, b1: int, w0: int, w1: int
+) -> bool:
+    """Whether word ``cv[w0:w1]`` (``need`` deletes) beats the best so far (``best`` -1: none):
+    fewer deletes, ties to the smaller string (similarity.overlap._best_fuzzy)."""
+    return (
+        best < 0 or need < best_need or (need == best_need and _compare(cv, w0, w1, cv, b0, b1) < 0)
+    )
+
+
 @njit(cache=True, nogil=True)
 def _fuzzy_by_keys(
     params: Any, cu: Any, mu: Any, u: int, cv: Any, mv: Any, pool: Any, first: bool
@@ -441,11 +452,7 @@ def _fuzzy_by_keys(
                 continue
             if first:
                 return int(d)
-            if (
-                best < 0
-                or need < best_need
-                or (need == best_need and _compare(cv, w0, w1, cv, b0, b1) < 0)
-            ):
+            if _better(best, best_need, need, cv, b0, b1, w0, w1):
                 best, best_need, b0, b1 = d, need, w0, w1
     return best
 
@@ -620,11 +627,7 @@ def _best_fuzzy(
         need = _deletes_within(cu, u0, u1, mu[umasks + u], cv, w0, w1, mv[vmasks + w], limit, row)
         if need < 0:
             continue
-        if (
-            best < 0
-            or need < best_need
-            or (need == best_need and _compare(cv, w0, w1, cv, b0, b1) < 0)
-        ):
+        if _better(best, best_need, need, cv, b0, b1, w0, w1):
             best, best_need, b0, b1 = d, need, w0, w1
     return best
 
