@@ -656,7 +656,6 @@ class NewsStream:
                     sigs = [self._minhash(s.values) for s in shingles]
                     self._lsh.add_many([r.seq for r in rows], sigs)
                     if self.config.verify != "none":
-                        self._check_caches()
                         for r, s in zip(rows, shingles, strict=True):
                             self._remember(r.seq, r.date_us, s.values, s, r.text)
                 pending_keys.clear()
@@ -757,7 +756,7 @@ class NewsStream:
             if lsh_keys:
                 self._lsh.add_many(lsh_keys, sigs)
         self._events.load_state(arrays)
-        self._check_caches()
+        self._check_caches()  # tie the facts to this index first, or they would be dropped
         self._facts.load_state(arrays)  # absent from older checkpoints: filled as read
         self._log_seq = log_seq
 
@@ -950,7 +949,8 @@ class NewsStream:
             # A canonical article is a candidate of the articles to come: cache what
             # _maybe_related reads (the same values a store read gives).
             if cfg.verify != "none":
-                self._remember(seq, p.date_us, p.shingles.values, p.shingles, art.text)
+                text = art.text if cfg.store_text else None  # what a store read gives
+                self._remember(seq, p.date_us, p.shingles.values, p.shingles, text)
             if self._lsh is not None and p.minhash is not None:
                 self._lsh.add(seq, p.minhash)
         self._events.add(seq, p.date_us, p.fingerprint, None)

@@ -203,16 +203,25 @@ class _Column:
         self.data: npt.NDArray[Any] = np.empty(1024, dtype=dtype)
         self.used = 0
 
-    def append(self, values: npt.NDArray[Any]) -> int:
-        start = self.used
-        end = start + values.shape[0]
+    def _reserve(self, end: int) -> None:
         if end > self.data.shape[0]:
             grown = np.empty(max(end, 2 * self.data.shape[0]), dtype=self.data.dtype)
-            grown[:start] = self.data[:start]
+            grown[: self.used] = self.data[: self.used]
             self.data = grown
-        self.data[start:end] = values
-        self.used = end
+
+    def append(self, values: npt.NDArray[Any]) -> int:
+        """Append ``values``; return where they start."""
+        start = self.used
+        self._reserve(start + values.shape[0])
+        self.data[start : start + values.shape[0]] = values
+        self.used = start + values.shape[0]
         return start
+
+    def push(self, value: int) -> None:
+        """Append one value."""
+        self._reserve(self.used + 1)
+        self.data[self.used] = value
+        self.used += 1
 
 
 class CandidateFacts:
@@ -275,15 +284,11 @@ class CandidateFacts:
             grown[: self._slot_of.shape[0]] = self._slot_of
             self._slot_of = grown
         low = np.sort(shingles.astype(np.uint32))  # the low 32 bits (C casting wraps)
-        self._starts.append(np.array([self._values.append(low)], dtype=np.int64))
-        self._counts.append(np.array([low.shape[0]], dtype=np.int32))
-        self._dates.append(np.array([_NO_DATE if date_us is None else date_us], dtype=np.int64))
-        if figures is None:
-            self._dstarts.append(np.zeros(1, dtype=np.int64))
-            self._dcounts.append(np.full(1, -1, dtype=np.int32))
-        else:
-            self._dstarts.append(np.array([self._digits.append(figures)], dtype=np.int64))
-            self._dcounts.append(np.array([figures.shape[0]], dtype=np.int32))
+        self._starts.push(self._values.append(low))
+        self._counts.push(low.shape[0])
+        self._dates.push(_NO_DATE if date_us is None else date_us)
+        self._dstarts.push(0 if figures is None else self._digits.append(figures))
+        self._dcounts.push(-1 if figures is None else figures.shape[0])
         self._slot_of[seq] = self._size
         self._size += 1
 
