@@ -96,6 +96,11 @@ def test_candidates_and_scores_equal_brute_force() -> None:
     for q, result in zip(queries, got, strict=True):
         assert result == brute_candidates(sigs, keys, q, index.bands, index.rows)
     assert got == [index.query(sig(q)) for q in queries]
+    for q, result in zip(queries, got, strict=True):
+        for min_score in (0.0, 0.5):
+            keys_only = index.query_keys(sig(q), min_score=min_score)
+            assert sorted(keys_only) == sorted(k for k, s in result if s >= min_score)
+            assert len(keys_only) == len(set(keys_only))
 
 
 def test_s_curve_recall_matches_theory() -> None:
@@ -127,6 +132,11 @@ def test_min_score_and_limit() -> None:
     assert all(s >= 0.9 for _, s in index.query(sig(base), min_score=0.9))
     with pytest.raises(ConfigError):
         index.query(sig(base), min_score=1.5)
+    with pytest.raises(ConfigError):
+        index.query_keys(sig(base), min_score=1.5)
+    assert sorted(index.query_keys(sig(base), min_score=0.9)) == sorted(
+        k for k, _ in index.query(sig(base), min_score=0.9)
+    )
     with pytest.raises(ConfigError):
         index.query(sig(base), limit=0)
 

@@ -440,7 +440,7 @@ def test_stream_filter_and_caches_change_no_decision(
 
     monkeypatch.setattr(stream_module, "_OVERLAP_CACHE", 5)
     small = run("small.db")
-    monkeypatch.setattr(NewsStream, "_maybe_related", lambda self, seqs, *rest: seqs)
+    monkeypatch.setattr(NewsStream, "_maybe_related", lambda self, seqs, *rest: (seqs, []))
     every = run("every.db")
     assert fast == every and small == every
     statuses = Counter(re.search(r'"status":"(\w+)"', j).group(1) for j in every)  # type: ignore[union-attr]
@@ -486,3 +486,73 @@ def test_lazy_key_test_lists_the_same_words(reuters_docs: list[dict[str, Any]]) 
                 stop(seen_set),
             )
             assert lazy == whole and seen_lazy == seen_set
+
+
+def _story_versions(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each story; then two versions with a third more words from other stories appended
+    (new canonical stories, similar to it); then two copies with one word replaced: a copy
+    meets its original and the two versions, ranked below it."""
+    out = []
+    texts = [str(d["text"]).split() for d in docs]
+    for c in range(5):
+        rng = random.Random(c)
+        for i, d in enumerate(docs):
+            words = list(texts[i])
+            if c in (1, 2):
+                other = texts[(i + 7 * c) % len(texts)]
+                words += other[: len(words) // 3]
+            elif c in (3, 4):
+                words[rng.randrange(len(words))] = f"zq{c}"
+            out.append({"id": f"{d['id']}~{c}", "text": " ".join(words), "date": d.get("date")})
+    return out
+
+
+def test_settling_after_the_duplicate_changes_no_decision(
+    reuters_docs: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Candidates ranked after the article's duplicate skip the word test by default
+    (``overlap_test_after_duplicate=False``): statuses, duplicate targets, take-overs,
+    events and the duplicate's own evidence are those of word-testing every candidate;
+    the skipped ones are listed as ``similar`` without word figures."""
+    docs = [d for d in reuters_docs[:200] if len(str(d["text"]).split()) > 40]
+    articles = _story_versions(docs)
+    calls: list[int] = []
+    real = NewsStream._word_test
+
+    def counted(self: NewsStream, *args: Any) -> Any:
+        calls.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(NewsStream, "_word_test", counted)
+
+    def run(name: str, test_after: bool) -> tuple[list[tuple[Any, ...]], list[Any], int]:
+        calls.clear()
+        config = StreamConfig(verify="overlap", overlap_test_after_duplicate=test_after)
+        stream = NewsStream(open_store(f"sqlite:///{tmp_path / name}"), config)
+        decisions = [r for r in stream.ingest_many(articles) if not isinstance(r, Exception)]
+        stream.close()
+        out = []
+        for r in decisions:
+            dup = next((m for m in r.matches if m.verdict == "duplicate"), None)
+            out.append((r.id, r.status, r.duplicate_of, r.took_over, r.event, dup))
+        return out, decisions, len(calls)
+
+    settled, settled_decisions, settled_calls = run("settled.db", False)
+    tested, _, tested_calls = run("tested.db", True)
+    assert len(settled) == len(articles)
+    assert settled == tested
+    statuses = Counter(s for _, s, *_ in settled)
+    assert statuses["duplicate"] > 300 and statuses["similar"] > 100
+    # Not vacuous: word tests were skipped, and what they would have decided is not shown.
+    assert settled_calls < 0.8 * tested_calls
+
+    def rank(m: Any) -> tuple[float, int, str]:
+        return (-m.score, m.distance, m.id)
+
+    after = []
+    for r in settled_decisions:
+        dup = next((m for m in r.matches if m.verdict == "duplicate"), None)
+        if dup is not None:
+            after += [m for m in r.matches if m is not dup and rank(m) > rank(dup)]
+    assert len(after) > 100
+    assert all(m.verdict == "similar" and m.word_coverage is None for m in after)

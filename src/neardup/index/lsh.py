@@ -295,28 +295,40 @@ class LSHIndex(RowIndex):
 
         ``min_score`` drops candidates whose estimate is lower; ``limit`` keeps the best ones.
         """
-        if min_score:
-            check_range("min_score", min_score, low=0.0, high=1.0)
         if limit is not None:
             check_int("limit", limit, low=1)
+        equal, rows = self._equal_rows(signature, min_score)
+        num_perm = self.config.num_perm
+        keys = self._keys.keys
+        ranked = sorted((-c, keys[r]) for c, r in zip(equal.tolist(), rows.tolist(), strict=True))
+        result = [(k, -c / num_perm) for c, k in ranked if -c / num_perm >= min_score]
+        return result[:limit] if limit is not None else result  # type: ignore[misc]
+
+    def query_keys(self, signature: Signature, min_score: float = 0.0) -> list[Key]:
+        """The keys of :meth:`query` (same ``min_score``), unranked and in no promised order:
+        the cheaper form when only the candidate set is wanted (no scores to sort or box)."""
+        _, rows = self._equal_rows(signature, min_score)
+        keys = self._keys.keys
+        return [keys[r] for r in rows.tolist()]
+
+    def _equal_rows(
+        self, signature: Signature, min_score: float
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Per candidate row sharing a band with ``signature``: its count of equal values,
+        keeping those whose estimate is at least ``min_score``."""
+        if min_score:
+            check_range("min_score", min_score, low=0.0, high=1.0)
         sigs = np.ascontiguousarray(self._signature(signature, [])).reshape(1, -1)
         qs, rows = self.candidate_rows(sigs)
         if rows.shape[0] == 0:
-            return []
+            return np.zeros(0, dtype=np.int64), rows
         equal = count_equal(self._values, sigs, qs, rows)
-        num_perm = self.config.num_perm
         if min_score:
             # Dropped before ranking (most band collisions score below it): the same
             # float test as on each ranked pair (count / num_perm, IEEE division either way).
-            keep = np.flatnonzero(equal / num_perm >= min_score)
-            if keep.shape[0] == 0:
-                return []
+            keep = np.flatnonzero(equal / self.config.num_perm >= min_score)
             equal, rows = equal[keep], rows[keep]
-        counts = equal.tolist()
-        keys = self._keys.keys
-        ranked = sorted((-c, keys[r]) for c, r in zip(counts, rows.tolist(), strict=True))
-        result = [(k, -c / num_perm) for c, k in ranked if -c / num_perm >= min_score]
-        return result[:limit] if limit is not None else result  # type: ignore[misc]
+        return equal, rows
 
     def query_many(
         self, signatures: object, min_score: float = 0.0, limit: int | None = None

@@ -970,17 +970,43 @@ def never_peeled(new: OverlapText, config: OverlapConfig | None = None) -> tuple
     return _never_peeled_range([len(ws) for ws in new.paragraphs], config or OverlapConfig())
 
 
-def never_peeled_digits(text: str, config: OverlapConfig | None = None) -> frozenset[str]:
+def never_peeled_digits(
+    text: str, config: OverlapConfig | None = None, *, runs: frozenset[str] | None = None
+) -> frozenset[str]:
     """The ASCII digit runs (as key words) of the :func:`never_peeled` paragraphs of
-    ``text``, without preparing it (the paragraphs' word counts only)."""
+    ``text``, without preparing it (the paragraphs' word counts only).  Without masks the
+    range is found from both edges, counting each paragraph's words only up to
+    ``packaging_max_words + 1`` (the same range: only the first and last long paragraphs
+    matter).  ``runs``: the text's own runs (``digit_runs(text).keys``) when known; they
+    are the answer when the peeled paragraphs hold none (the usual case)."""
     cfg = config or OverlapConfig()
     paras = paragraphs(text)
     if cfg.mask_digits or cfg.mask_calendar:
-        sizes = [len(words(p, cfg)) for p in paras]
-    else:  # words() without masks
-        sizes = [len(_WORD_RE.findall(p.casefold())) for p in paras]
-    i, j = _never_peeled_range(sizes, cfg)
+        i, j = _never_peeled_range([len(words(p, cfg)) for p in paras], cfg)
+    else:
+        i, j = _never_peeled_edges(paras, cfg.packaging_max_words)
+    # Paragraphs split at whitespace only, so their runs together are the text's runs.
+    peeled = (*paras[:i], *paras[j:]) if i < j else ()
+    if not any(_DIGIT_RUN_RE.search(p) for p in peeled) and i < j:
+        return runs if runs is not None else frozenset(_DIGIT_RUN_RE.findall(text))
     return frozenset(itertools.chain.from_iterable(map(_DIGIT_RUN_RE.findall, paras[i:j])))
+
+
+def _never_peeled_edges(paras: Sequence[str], max_words: int) -> tuple[int, int]:
+    # _never_peeled_range of the unmasked word counts (words() without masks: \w+ runs of
+    # the case-folded paragraph), each counted only as far as deciding "> max_words".
+    if max_words == 0 or len(paras) <= 1:
+        return 0, len(paras)
+
+    def long(p: str) -> bool:
+        found = itertools.islice(_WORD_RE.finditer(p.casefold()), max_words + 1)
+        return sum(1 for _ in found) > max_words
+
+    first = next((k for k in range(len(paras)) if long(paras[k])), None)
+    if first is None:
+        return 0, 0
+    last = next(k for k in range(len(paras) - 1, first - 1, -1) if long(paras[k]))
+    return first, last + 1
 
 
 def figures_replaced(
