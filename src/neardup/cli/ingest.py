@@ -95,7 +95,7 @@ def _parse(line_no: int, raw: bytes) -> dict[str, Any] | InputError | None:
     show_default=True,
     help="Verification of candidates (shingles: directed shingle overlap, the default; "
     "overlap: word overlap robust to spelling noise with a names/figures test, the more "
-    "accurate rule (duplicate F1 0.988 vs 0.922 on the Reuters benchmark) at 1.3-3x the "
+    "accurate rule (duplicate F1 0.988 vs 0.922 on the Reuters benchmark) at 1.3-2x the "
     "ingest cost, docs/stream.md; none: seed 003's SimHash distance rule).",
 )
 @click.option(
