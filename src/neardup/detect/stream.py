@@ -1074,25 +1074,10 @@ class NewsStream:
             and cfg.verify == "overlap"
             and not cfg.overlap_test_after_duplicate
         )
-        matches = self._verify_ranked(
-            keep,
-            distance,
-            lsh_only,
-            fingerprint,
-            shingles,
-            text,
-            new_words,
-            date_us,
-            since_us,
-            until_us,
-            found,
-        )
-        # A band candidate shares less than similar_min_overlap of either article's
-        # shingles, so its Jaccard is below that too: a duplicate found above it settles it.
-        if band and not found.scores_above(cfg.similar_min_overlap):
-            band = self._band_related(band, new_words, date_us)
-            matches += self._verify_ranked(
-                band,
+
+        def verify_ranked(seqs: list[int]) -> list[Match]:
+            return self._verify_ranked(
+                seqs,
                 distance,
                 lsh_only,
                 fingerprint,
@@ -1104,6 +1089,13 @@ class NewsStream:
                 until_us,
                 found,
             )
+
+        matches = verify_ranked(keep)
+        # A band candidate shares less than similar_min_overlap of either article's
+        # shingles, so its Jaccard is below that too: a duplicate found above it settles it.
+        if band and not found.scores_above(cfg.similar_min_overlap):
+            band = self._band_related(band, new_words, date_us)
+            matches += verify_ranked(band)
         order = {"duplicate": 0, "similar": 1}
         matches.sort(key=lambda m: (order[m.verdict], -m.score, m.distance, m.id))
         return matches, found.rows
