@@ -986,8 +986,7 @@ def never_peeled_digits(
     else:
         i, j = _never_peeled_edges(paras, cfg.packaging_max_words)
     # Paragraphs split at whitespace only, so their runs together are the text's runs.
-    peeled = (*paras[:i], *paras[j:]) if i < j else ()
-    if not any(_DIGIT_RUN_RE.search(p) for p in peeled) and i < j:
+    if i < j and not any(_DIGIT_RUN_RE.search(p) for p in (*paras[:i], *paras[j:])):
         return runs if runs is not None else frozenset(_DIGIT_RUN_RE.findall(text))
     return frozenset(itertools.chain.from_iterable(map(_DIGIT_RUN_RE.findall, paras[i:j])))
 
