@@ -19,6 +19,7 @@ from neardup.shingles import (
     spot_signatures,
     token_hashes,
     word_shingles,
+    word_shingles_numpy,
 )
 from neardup.text import ENGLISH_STOP_WORDS, TextConfig, token_forms, tokenize
 
@@ -219,12 +220,76 @@ def test_compiled_word_shingles_equal_numpy(hashes: list[int], width: int) -> No
 @given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.integers(1, 6), st.integers(1, 300))
 def test_fused_minhash_kernel_equals_numpy(hashes: list[int], width: int, num_perm: int) -> None:
     from neardup import _kernels
-    from neardup.sketch.minhash import _permutation_params, minhash_values
+    from neardup.sketch.minhash import (
+        _minhash_permutations_numpy,
+        _permutation_params,
+        minhash_values,
+    )
 
     arr = np.array(hashes, dtype=np.uint64)
     a, b = _permutation_params(num_perm, 1)
-    expected = minhash_values(word_shingles(arr, width), num_perm, "permutations", 1)
+    shingles = word_shingles(arr, width)
+    expected = minhash_values(shingles, num_perm, "permutations", 1)
     assert np.array_equal(_kernels.minhash_permutations(arr, width, a, b), expected)
+    # minhash_values' own compiled pass equals the numpy blocks.
+    if shingles.shape[0]:
+        assert np.array_equal(expected, _minhash_permutations_numpy(shingles, num_perm, 1))
+
+
+# Values drawn from a small pool so that repeats (and SimHash ties) occur.
+POOLED = st.lists(
+    st.sampled_from([0, 1, 2**63, 2**64 - 1, 0x5555555555555555, 0xAAAAAAAAAAAAAAAA, 12345]),
+    max_size=12,
+) | st.lists(st.integers(0, 2**64 - 1), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(POOLED)
+def test_sorted_distinct_equals_np_unique(values: list[int]) -> None:
+    from neardup import _kernels
+
+    arr = np.array(values, dtype=np.uint64)
+    assert np.array_equal(_kernels.sorted_distinct(arr), np.unique(arr))
+    assert _kernels.sorted_distinct(arr).dtype == np.uint64
+
+
+@settings(max_examples=200, deadline=None)
+@given(POOLED.filter(len), st.integers(1, 2**20))
+def test_simhash_kernel_equals_numpy(values: list[int], scale: int) -> None:
+    from neardup import _kernels
+    from neardup.sketch.simhash import simhash_words
+
+    arr = np.array(values, dtype=np.uint64)
+    features, tf = np.unique(arr, return_counts=True)
+    expected = simhash_words(features, tf.astype(np.int64) * scale, 64)
+    assert _kernels.simhash64(arr, scale) == int(expected[0])
+
+
+def test_compiled_signing_equals_numpy_on_reuters(reuters_docs: list[dict[str, Any]]) -> None:
+    """sign_shingles, sign_simhash and the stream's MinHash of stored shingles take the
+    compiled passes; on real text they give the numpy references' values."""
+    from neardup.sketch.idf import IDF_SCALE, feature_hashes
+    from neardup.sketch.minhash import _minhash_permutations_numpy, minhash_values
+    from neardup.sketch.shingleset import TOKEN_SEED, ShingleSetConfig, sign_shingles
+    from neardup.sketch.simhash import SimHashConfig, sign_simhash, simhash_words
+
+    shingle_cfg, simhash_cfg = ShingleSetConfig(), SimHashConfig()
+    texts = [d["text"] for d in reuters_docs[:400] if d["text"].strip()]
+    for text in texts:
+        tokens = token_hashes(text, shingle_cfg.text, TOKEN_SEED)
+        shingles = sign_shingles(text, shingle_cfg).values
+        assert np.array_equal(shingles, np.unique(word_shingles_numpy(tokens, shingle_cfg.width)))
+        assert not shingles.flags.writeable
+        features, tf = np.unique(
+            feature_hashes(text, simhash_cfg.text, simhash_cfg.width), return_counts=True
+        )
+        expected = simhash_words(features, tf.astype(np.int64) * IDF_SCALE, 64)
+        assert np.array_equal(sign_simhash(text, simhash_cfg).values, expected)
+        if shingles.shape[0]:
+            assert np.array_equal(
+                minhash_values(shingles, 32, "permutations", 7),
+                _minhash_permutations_numpy(shingles, 32, 7),
+            )
 
 
 ASCII_PIECES = st.sampled_from(

@@ -140,6 +140,18 @@ def _permutation_params(num_perm: int, seed: int) -> tuple[U64, U64]:
 
 
 def _minhash_permutations(shingles: U64, num_perm: int, seed: int) -> U64:
+    """The k-permutation values in one compiled pass (equal to the numpy reference below,
+    tested; about 3 us instead of 20 for a news article's 150 shingles and 32 values)."""
+    if not shingles.shape[0]:
+        return np.empty(0, dtype=np.uint64)
+    from neardup import _kernels
+
+    a, b = _permutation_params(num_perm, seed)
+    return _kernels.minhash_of_values(shingles, a, b)
+
+
+def _minhash_permutations_numpy(shingles: U64, num_perm: int, seed: int) -> U64:
+    """Reference numpy implementation of :func:`_minhash_permutations` (same values)."""
     a, b = _permutation_params(num_perm, seed)
     out: U64 | None = None
     # uint64 array arithmetic wraps mod 2**64 (numpy warns only for scalars).

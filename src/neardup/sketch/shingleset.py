@@ -150,7 +150,9 @@ def shingle_hashes(text: str, config: ShingleSetConfig | None = None) -> U64:
     """Sorted distinct hashes of the word ``width``-shingles of ``text`` (uint64)."""
     cfg = config or ShingleSetConfig()
     tokens = token_hashes(ensure_text(text), cfg.text, TOKEN_SEED)
-    return np.unique(word_shingles(tokens, cfg.width))
+    from neardup import _kernels  # compiled np.unique (tested equal)
+
+    return _kernels.sorted_distinct(word_shingles(tokens, cfg.width))
 
 
 def spotsig_hashes(text: str, config: SpotSigsConfig | None = None) -> U64:
@@ -166,7 +168,9 @@ def spotsig_hashes(text: str, config: SpotSigsConfig | None = None) -> U64:
 def sign_shingles(text: str, config: ShingleSetConfig | None = None) -> Signature:
     """The exact w-shingle set of ``text`` as a signature."""
     cfg = config or ShingleSetConfig()
-    return Signature(cfg.scheme_id, shingle_hashes(text, cfg))
+    values = shingle_hashes(text, cfg)
+    values.flags.writeable = False  # a fresh array: the signature keeps it without a copy
+    return Signature(cfg.scheme_id, values)
 
 
 def sign_spotsigs(text: str, config: SpotSigsConfig | None = None) -> Signature:
