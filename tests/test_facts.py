@@ -104,6 +104,27 @@ def test_screen_is_an_upper_bound_under_32_bit_collisions() -> None:
         assert rank[code] >= rank[exact]
 
 
+def test_shared_count_is_the_multiset_count_of_the_low_32_bits() -> None:
+    """The screen's table count equals, per 32-bit value, the smaller multiplicity summed
+    (the count of merging the two sorted 32-bit multisets), collisions and all."""
+    from collections import Counter
+
+    from neardup.index.facts import _count_table, _shared_count
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        low = rng.integers(0, 40, size=300).astype(np.uint64)
+        high = rng.integers(0, 5, size=300).astype(np.uint64) << np.uint64(32)
+        pool = np.unique(low | high)
+        a = rng.choice(pool, size=rng.integers(0, 80), replace=False)
+        b = np.sort(rng.choice(pool, size=rng.integers(0, 80), replace=False).astype(np.uint32))
+        ca = Counter((a & np.uint64(0xFFFFFFFF)).tolist())
+        cb = Counter(b.tolist())
+        expected = sum(min(n, ca[v]) for v, n in cb.items())
+        keys, counts, mask = _count_table(a)
+        assert _shared_count(keys, counts, mask, b, 0, b.shape[0]) == expected
+
+
 def test_unknown_and_empty_are_kept() -> None:
     facts = CandidateFacts()
     values = np.arange(1, 50, dtype=np.uint64)

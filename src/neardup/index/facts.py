@@ -37,8 +37,6 @@ import numpy.typing as npt
 import xxhash
 from numba import njit
 
-from neardup.similarity._overlap_kernels import merge_count
-
 __all__ = ["FIGURES", "KEEP", "UNRELATED", "CandidateFacts", "ScreenRule", "figure_hashes"]
 
 _NO_DATE = np.iinfo(np.int64).min
@@ -97,9 +95,53 @@ def figure_hashes(runs: Iterable[str]) -> npt.NDArray[np.uint64]:
 
 
 @njit(cache=True, nogil=True)
+def _count_table(a: Any) -> tuple[Any, Any, int]:  # pragma: no cover - compiled
+    """Open-addressing table (linear probing, at most a quarter full) of the low 32 bits
+    of the uint64 values ``a`` with their multiplicities: (keys, counts, mask)."""
+    size = 16
+    while size < 4 * a.shape[0]:
+        size *= 2
+    mask = size - 1
+    keys = np.zeros(size, dtype=np.uint32)
+    counts = np.zeros(size, dtype=np.int32)
+    for i in range(a.shape[0]):
+        v = np.uint32(a[i] & np.uint64(0xFFFFFFFF))
+        h = int(v) & mask  # shingle values are splitmix64-finalised: low bits are random
+        while counts[h] != 0 and keys[h] != v:
+            h = (h + 1) & mask
+        keys[h] = v
+        counts[h] += 1
+    return keys, counts, mask
+
+
+@njit(cache=True, nogil=True)
+def _shared_count(  # pragma: no cover - compiled
+    keys: Any, counts: Any, mask: int, values: Any, b0: int, b1: int
+) -> int:
+    """Sum over the distinct values of sorted ``values[b0:b1]`` of the smaller of their
+    two multiplicities (the table's and the run's): what a merge of the two sorted
+    multisets counts (``similarity._overlap_kernels.merge_count``), with one table probe
+    per stored run instead of a branchy merge (about twice as fast on Reuters)."""
+    found = 0
+    i = b0
+    while i < b1:
+        v = values[i]
+        j = i + 1
+        while j < b1 and values[j] == v:
+            j += 1
+        h = int(v) & mask
+        while counts[h] != 0:
+            if keys[h] == v:
+                found += min(j - i, int(counts[h]))
+                break
+            h = (h + 1) & mask
+        i = j
+    return found
+
+
+@njit(cache=True, nogil=True)
 def _screen(  # pragma: no cover - compiled
     a: Any,
-    a_size: int,
     slots: Any,
     starts: Any,
     counts: Any,
@@ -117,6 +159,8 @@ def _screen(  # pragma: no cover - compiled
         p[6],
         p[7],
     )
+    a_size = a.shape[0]
+    table_keys, table_counts, mask = _count_table(a)
     for k in range(slots.shape[0]):
         s = slots[k]
         if s < 0 or counts[s] == 0 or a_size == 0:
@@ -124,8 +168,7 @@ def _screen(  # pragma: no cover - compiled
             continue
         b_size = counts[s]
         b0 = starts[s]
-        # With repeated values the merge counts the sum of the smaller multiplicities.
-        inter = merge_count(a, 0, a.shape[0], values, b0, b0 + b_size)
+        inter = _shared_count(table_keys, table_counts, mask, values, b0, b0 + b_size)
         union = a_size + b_size - inter
         jaccard = inter / union if union else 1.0
         contain = inter / a_size
@@ -352,10 +395,8 @@ class CandidateFacts:
         out = np.empty(len(seqs), dtype=np.int8)
         if not len(seqs):
             return out
-        a = np.sort(shingles.astype(np.uint32))
         _screen(
-            a,
-            int(shingles.shape[0]),
+            np.ascontiguousarray(shingles, dtype=np.uint64),
             self._slots(seqs),
             self._starts.data,
             self._counts.data,
