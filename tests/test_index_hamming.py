@@ -98,6 +98,27 @@ def test_incremental_adds_segments_buffer_and_removes_match_brute_force() -> Non
         assert index.query(q) == brute(fps[live], [keys[i] for i in live], q, 3)
 
 
+def test_more_matches_than_the_first_scan_holds() -> None:
+    """A query with thousands of matches (more than a scan's first output buffer) over
+    segments and the buffer: the second, exactly sized scan returns them all."""
+    rng = np.random.default_rng(4)
+    base = int(rng.integers(0, 2**63))
+    flips = rng.integers(0, 64, size=(3_000, 2))
+    fps = np.array(
+        [base ^ (1 << int(a)) ^ (1 << int(b)) for a, b in flips.tolist()], dtype=np.uint64
+    )
+    keys = list(range(fps.shape[0]))
+    index = HammingIndex(max_distance=3, buffer_size=256)
+    index.add_many(keys[:1500], fps[:1500])
+    for k in keys[1500:]:
+        index.add(k, int(fps[k]))
+    assert len(index._tables.segments) >= 2 and index._tables.buffer_count > 0
+    got = index.query(base, 3)
+    assert len(got) == fps.shape[0]
+    assert got == brute(fps, keys, base, 3)
+    assert index.query(int(fps[0]), 3) == brute(fps, keys, int(fps[0]), 3)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=8),

@@ -103,6 +103,25 @@ def test_candidates_and_scores_equal_brute_force() -> None:
             assert len(keys_only) == len(set(keys_only))
 
 
+def test_more_candidates_than_the_first_scan_holds() -> None:
+    """Thousands of candidates (more than a probe's first output buffer), over segments
+    and the buffer: all come back, as brute force finds them."""
+    rng = np.random.default_rng(8)
+    q = rng.integers(0, 2**63, size=32, dtype=np.uint64)
+    sigs = rng.integers(0, 2**63, size=(2_500, 32), dtype=np.uint64)
+    sigs[:, :4] = q[:4]  # every row shares the first band with the query
+    index = LSHIndex(num_perm=32, bands=8, rows=4, buffer_size=256)
+    keys = list(range(sigs.shape[0]))
+    index.add_many(keys[:1200], [sig(s) for s in sigs[:1200]])
+    for k in keys[1200:]:
+        index.add(k, sig(sigs[k]))
+    assert len(index._tables.segments) >= 2 and index._tables.buffer_count > 0
+    got = index.query(sig(q))
+    assert len(got) == sigs.shape[0]
+    assert got == brute_candidates(sigs, keys, q, 8, 4)
+    assert sorted(index.query_keys(sig(q), min_score=0.1)) == keys
+
+
 def test_s_curve_recall_matches_theory() -> None:
     num_perm, per_level = 128, 300
     index = LSHIndex(num_perm=num_perm, threshold=0.7)

@@ -239,6 +239,8 @@ class MultiTable:
 # Kernels.  numba because a query walks a few short buckets in several tables with an early
 # filter per element; numpy would need one temporary per step and ~1 us of call overhead each.
 
+_FIRST_CAPACITY = 1024  # output slots of a query's first (usually only) scan
+
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
 _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
@@ -296,10 +298,14 @@ def _rotl(x: np.uint64, shift: np.int64) -> np.uint64:  # pragma: no cover - com
     return (x << np.uint64(shift)) | (x >> np.uint64(64 - shift))
 
 
-# Every kernel runs in two passes: count the matches, allocate exactly, fill.  Growing the
-# output arrays inside the loop instead (reassigning them) stops LLVM from optimising the
-# loop and was measured ~10x slower per scanned element.
-# The entry points below drive the two passes with ``for fill in (False, True)`` so each
+# Every kernel writes its matches into preallocated output arrays while there is room and
+# returns how many it found: the entry points call it once with _FIRST_CAPACITY slots
+# (enough for almost every news query: a SimHash query returns about a dozen rows, an LSH
+# probe a few hundred), and a second time with exactly as many as it found when they did
+# not fit.  One scan instead of the former count-then-fill pair, whose second pass read
+# every bucket again.  Growing the output arrays inside the loop instead (reassigning
+# them) stops LLVM from optimising the loop and was measured ~10x slower per scanned
+# element.  The entry points drive the passes with ``for _ in range(2)`` so each
 # argument list is written once; the scanning loops stay in the separately compiled kernels.
 # (Passing the kernel itself to one generic driver would remove the drivers too, but numba
 # cannot cache a function that takes another compiled function as an argument.)
@@ -330,7 +336,6 @@ def _hamming_probe(
     out_q: I64,
     out_r: I64,
     out_d: I64,
-    fill: bool,
 ) -> int:  # pragma: no cover - compiled
     count = 0
     for q in range(queries.shape[0]):
@@ -349,7 +354,7 @@ def _hamming_probe(
                         break
                 if not first or not alive[rows[t, i]]:
                     continue
-                if fill:
+                if count < out_q.shape[0]:  # room left: the first pass's buffer may be full
                     out_q[count] = q
                     out_r[count] = rows[t, i]
                     out_d[count] = d
@@ -376,8 +381,8 @@ def hamming_probe_segment(
     only by the first table whose block it matches exactly (``masks[t, u]`` is block ``u`` in
     table ``t``'s frame), so each (query, row) pair appears once.
     """
-    out_q = out_r = out_d = np.empty(0, dtype=np.int64)
-    for fill in (False, True):
+    out_q, out_r, out_d = _outputs3(_FIRST_CAPACITY)
+    for _ in range(2):
         n = _hamming_probe(
             queries,
             starts,
@@ -392,11 +397,11 @@ def hamming_probe_segment(
             out_q,
             out_r,
             out_d,
-            fill,
         )
-        if not fill:
-            out_q, out_r, out_d = _outputs3(n)
-    return out_q, out_r, out_d
+        if n <= out_q.shape[0]:
+            break
+        out_q, out_r, out_d = _outputs3(n)
+    return out_q[:n], out_r[:n], out_d[:n]
 
 
 @njit(cache=True)
@@ -409,7 +414,6 @@ def _hamming_scan(
     out_q: I64,
     out_r: I64,
     out_d: I64,
-    fill: bool,
 ) -> int:  # pragma: no cover - compiled
     count = 0
     for q in range(queries.shape[0]):
@@ -417,7 +421,7 @@ def _hamming_scan(
         for i in range(values.shape[0]):
             d = popcount64(values[i] ^ qv)
             if d <= max_distance and alive[rows[i]]:
-                if fill:
+                if count < out_q.shape[0]:  # room left: the first pass's buffer may be full
                     out_q[count] = q
                     out_r[count] = rows[i]
                     out_d[count] = d
@@ -435,7 +439,6 @@ def _exact_probe(
     alive: Bool,
     out_q: I64,
     out_r: I64,
-    fill: bool,
 ) -> int:  # pragma: no cover - compiled
     count = 0
     for q in range(qkeys.shape[0]):
@@ -444,7 +447,7 @@ def _exact_probe(
             for i in range(lo, hi):
                 r = rows[t, i]
                 if alive[r]:
-                    if fill:
+                    if count < out_q.shape[0]:  # room left: the first pass's buffer may be full
                         out_q[count] = q
                         out_r[count] = r
                     count += 1
@@ -456,13 +459,15 @@ def exact_probe_segment(
     qkeys: U64, keys: U64, rows: U32, directory: I64, dbits: np.int64, alive: Bool
 ) -> tuple[I64, I64]:  # pragma: no cover - compiled
     """Rows whose key equals the query's in at least one table: (query, row), may repeat."""
-    out_q = out_r = np.empty(0, dtype=np.int64)
-    for fill in (False, True):
-        n = _exact_probe(qkeys, keys, rows, directory, dbits, alive, out_q, out_r, fill)
-        if not fill:
-            out_q = np.empty(n, dtype=np.int64)
-            out_r = np.empty(n, dtype=np.int64)
-    return out_q, out_r
+    out_q = np.empty(_FIRST_CAPACITY, dtype=np.int64)
+    out_r = np.empty(_FIRST_CAPACITY, dtype=np.int64)
+    for _ in range(2):
+        n = _exact_probe(qkeys, keys, rows, directory, dbits, alive, out_q, out_r)
+        if n <= out_q.shape[0]:
+            break
+        out_q = np.empty(n, dtype=np.int64)
+        out_r = np.empty(n, dtype=np.int64)
+    return out_q[:n], out_r[:n]
 
 
 @njit(cache=True)
@@ -474,7 +479,6 @@ def _exact_scan(
     alive: Bool,
     out_q: I64,
     out_r: I64,
-    fill: bool,
 ) -> int:  # pragma: no cover - compiled
     count = 0
     for q in range(qkeys.shape[0]):
@@ -483,7 +487,7 @@ def _exact_scan(
             row_keys = keys[t]
             for i in range(count_in):
                 if row_keys[i] == qk and alive[rows[i]]:
-                    if fill:
+                    if count < out_q.shape[0]:  # room left: the first pass's buffer may be full
                         out_q[count] = q
                         out_r[count] = rows[i]
                     count += 1
@@ -511,8 +515,8 @@ def hamming_probe_all(
 ) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
     """(query, row, distance) of every live row within ``max_distance`` of each query, over
     all segments and the buffer; each pair once (see :func:`hamming_probe_segment`)."""
-    out_q = out_r = out_d = np.empty(0, dtype=np.int64)
-    for fill in (False, True):
+    out_q, out_r, out_d = _outputs3(_FIRST_CAPACITY)
+    for _ in range(2):
         count = 0
         for s in range(len(seg_keys)):
             count += _hamming_probe(
@@ -529,7 +533,6 @@ def hamming_probe_all(
                 out_q[count:],
                 out_r[count:],
                 out_d[count:],
-                fill,
             )
         count += _hamming_scan(
             queries,
@@ -540,11 +543,11 @@ def hamming_probe_all(
             out_q[count:],
             out_r[count:],
             out_d[count:],
-            fill,
         )
-        if not fill:
-            out_q, out_r, out_d = _outputs3(count)
-    return out_q, out_r, out_d
+        if count <= out_q.shape[0]:
+            break
+        out_q, out_r, out_d = _outputs3(count)
+    return out_q[:count], out_r[:count], out_d[:count]
 
 
 @njit(cache=True)
@@ -561,8 +564,9 @@ def exact_probe_all(
 ) -> tuple[I64, I64]:  # pragma: no cover - compiled
     """(query, row) for every live row sharing a key with the query in some table, over all
     segments and the buffer (a row may repeat)."""
-    out_q = out_r = np.empty(0, dtype=np.int64)
-    for fill in (False, True):
+    out_q = np.empty(_FIRST_CAPACITY, dtype=np.int64)
+    out_r = np.empty(_FIRST_CAPACITY, dtype=np.int64)
+    for _ in range(2):
         count = 0
         for s in range(len(seg_keys)):
             count += _exact_probe(
@@ -574,15 +578,15 @@ def exact_probe_all(
                 alive,
                 out_q[count:],
                 out_r[count:],
-                fill,
             )
         count += _exact_scan(
-            qkeys, buf_keys, buf_rows, buf_count, alive, out_q[count:], out_r[count:], fill
+            qkeys, buf_keys, buf_rows, buf_count, alive, out_q[count:], out_r[count:]
         )
-        if not fill:
-            out_q = np.empty(count, dtype=np.int64)
-            out_r = np.empty(count, dtype=np.int64)
-    return out_q, out_r
+        if count <= out_q.shape[0]:
+            break
+        out_q = np.empty(count, dtype=np.int64)
+        out_r = np.empty(count, dtype=np.int64)
+    return out_q[:count], out_r[:count]
 
 
 @njit(cache=True)
@@ -599,6 +603,22 @@ def distinct_pairs(qs: I64, rows: I64, nrows: np.int64) -> tuple[I64, I64]:  # p
         out_r[n] = combined[i] % nrows
         n += 1
     return out_q[:n], out_r[:n]
+
+
+@njit(cache=True)
+def count_equal_at_least(  # pragma: no cover - compiled
+    sigs: U64, qsigs: U64, qs: I64, rows: I64, num_perm: np.int64, min_score: np.float64
+) -> tuple[I64, I64]:
+    """:func:`count_equal` of each pair, keeping the pairs with ``count / num_perm >=
+    min_score`` (the same IEEE division as in numpy): ``(counts, rows)``."""
+    equal = count_equal(sigs, qsigs, qs, rows)
+    kept = 0
+    for i in range(rows.shape[0]):
+        if equal[i] / num_perm >= min_score:
+            equal[kept] = equal[i]
+            rows[kept] = rows[i]
+            kept += 1
+    return equal[:kept], rows[:kept]
 
 
 @njit(cache=True)

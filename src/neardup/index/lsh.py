@@ -53,6 +53,7 @@ from neardup.index._rows import RowIndex, resolve_config
 from neardup.index._tables import (
     MultiTable,
     count_equal,
+    count_equal_at_least,
     distinct_pairs,
     exact_probe_all,
     exact_probe_segment,
@@ -322,13 +323,12 @@ class LSHIndex(RowIndex):
         qs, rows = self.candidate_rows(sigs)
         if rows.shape[0] == 0:
             return np.zeros(0, dtype=np.int64), rows
-        equal = count_equal(self._values, sigs, qs, rows)
-        if min_score:
-            # Dropped before ranking (most band collisions score below it): the same
-            # float test as on each ranked pair (count / num_perm, IEEE division either way).
-            keep = np.flatnonzero(equal / self.config.num_perm >= min_score)
-            equal, rows = equal[keep], rows[keep]
-        return equal, rows
+        if not min_score:
+            return count_equal(self._values, sigs, qs, rows), rows
+        # Dropped before ranking (most band collisions score below it), in the same
+        # compiled call: the same float test as on each ranked pair (count / num_perm).
+        num_perm = np.int64(self.config.num_perm)
+        return count_equal_at_least(self._values, sigs, qs, rows, num_perm, np.float64(min_score))
 
     def query_many(
         self, signatures: object, min_score: float = 0.0, limit: int | None = None
