@@ -42,6 +42,27 @@ def test_window_edges_and_distance() -> None:
     assert det.decide("edge", H, 0, []).opened
 
 
+@pytest.mark.parametrize("size", [40, 3_000])  # below and above the vectorised path
+def test_neighbours_equal_brute_force(size: int) -> None:
+    rng = random.Random(size)
+    det = EventDetector(EventConfig(window_seconds=3600.0, max_distance=7))
+    base = rng.getrandbits(64)
+    added: list[tuple[int, int, int]] = []
+    for seq in range(size):
+        fp = base
+        for _ in range(rng.randrange(12)):
+            fp ^= 1 << rng.randrange(64)
+        date = rng.randrange(2 * H)
+        det.add(seq, date, fp, None)
+        added.append((seq, date, fp))
+    for _ in range(30):
+        when, q = rng.randrange(3 * H), base ^ (1 << rng.randrange(64))
+        inside = sorted(a for a in added if when - H <= a[1] <= when)  # by date, then seq
+        expected = [seq for seq, _, fp in sorted(inside, key=lambda a: (a[1], a[0]))
+                    if (fp ^ q).bit_count() <= 7]  # fmt: skip
+        assert sorted(det.neighbours(when, q)) == sorted(expected)
+
+
 def test_attach_undated_linked_and_disabled() -> None:
     det = EventDetector(EventConfig(min_articles=0, window_seconds=60.0))
     det.add(1, 0, 5, "ev-b")

@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 _US = 1_000_000
+_NUMPY_FROM = 256  # window size from which neighbours() vectorises the distances
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,9 +117,17 @@ class EventDetector:
         hi = bisect.bisect_right(self._dates, date_us)
         if hi <= lo:
             return []
+        limit = self.config.max_distance
+        if hi - lo < _NUMPY_FROM:
+            # A news window holds tens of articles: int.bit_count beats numpy's set-up.
+            return [
+                seq
+                for seq, fp in zip(self._seqs[lo:hi], self._fps[lo:hi], strict=True)
+                if (fp ^ fingerprint).bit_count() <= limit
+            ]
         fps = np.fromiter(self._fps[lo:hi], dtype=np.uint64, count=hi - lo)
         dist = np.bitwise_count(fps ^ np.uint64(fingerprint))
-        hits = np.flatnonzero(dist <= self.config.max_distance)
+        hits = np.flatnonzero(dist <= limit)
         return [self._seqs[lo + int(i)] for i in hits]
 
     def add(self, seq: int, date_us: int | None, fingerprint: int, event: str | None) -> None:
