@@ -1,4 +1,5 @@
-"""Compiled per-document kernels (private): ASCII token scanning, shingles, MinHash.
+"""Compiled per-document kernels (private): ASCII token scanning, shingles, their
+sorted distinct values, MinHash and the uniform-weight SimHash.
 
 Imported lazily (numba costs about a second to import).  Each kernel has a numpy or Python
 reference implementation in the public modules and is tested equal to it; they exist because

@@ -1,7 +1,8 @@
 """MinHash over any shingle set, with a Jaccard estimate (Broder 1997; seed 002 "sketches").
 
-Two ways to draw ``num_perm`` min-wise values from a set of 64-bit shingle hashes, both
-vectorised with numpy:
+Two ways to draw ``num_perm`` min-wise values from a set of 64-bit shingle hashes (the
+permutations in one compiled pass of :mod:`neardup._kernels`, tested equal to its numpy
+reference; OPH vectorised with numpy):
 
 ``method="permutations"``
     ``num_perm`` independent hash functions ``h_i(x) = a_i * x + b_i mod 2**64`` (``a_i`` odd,
