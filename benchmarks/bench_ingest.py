@@ -109,7 +109,22 @@ def replicated(docs: list[dict[str, Any]], n: int) -> Iterator[dict[str, Any]]:
 
 
 def peak_rss_mb() -> float:
+    """Peak resident size; it counts the store's memory-mapped pages the process touched."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_parts_mb() -> dict[str, float]:
+    """Resident size now, split into anonymous memory (the process's own: indexes, caches)
+    and file pages (mostly the memory-mapped store: the OS page cache's, shared); Linux."""
+    parts: dict[str, float] = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in ("RssAnon", "RssFile"):
+                parts[f"{name[3:].lower()}_rss_mb_at_end"] = round(int(value.split()[0]) / 1024, 1)
+    except OSError:
+        pass
+    return parts
 
 
 def ingest_run(
@@ -158,6 +173,7 @@ def ingest_run(
             break
     indexed = stream.indexed
     events = len(stream.events())
+    memory = rss_parts_mb()
     stream.close()
     size = sum(p.stat().st_size for p in workdir.glob(path.name + "*"))
     for p in workdir.glob(path.name + "*"):
@@ -175,6 +191,7 @@ def ingest_run(
         "events": events,
         "store_bytes": size,
         "store_bytes_per_article": round(size / max(done, 1)),
+        **memory,
         "_decisions": decisions,
     }
 

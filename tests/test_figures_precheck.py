@@ -107,6 +107,28 @@ def test_claims_hold_on_generated_texts(stored: str, new: str, max_words: int) -
     _check(stored, new, OverlapConfig(packaging_max_words=max_words))
 
 
+def test_digit_runs_equal_the_regular_expression_on_reuters(
+    reuters_docs: list[dict[str, Any]],
+) -> None:
+    # The compiled ASCII scan against its definition, the regular expression.
+    texts = [str(d["text"]) for d in reuters_docs[:3000]]
+    assert sum(t.isascii() for t in texts) > 2900
+    for text in texts:
+        runs = digit_runs(text)
+        assert runs.keys == frozenset(_DIGITS.findall(text)), text[:80]
+        assert runs.words == frozenset(_DIGITS.findall(text.casefold()))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="09aZ_ .,-'\n\u00e9\u0663", max_size=40))
+def test_digit_runs_equal_the_regular_expression(text: str) -> None:
+    # Digits next to letters, underscores, a non-ASCII letter and an Arabic-Indic digit
+    # (word characters to the regular expression): ASCII and non-ASCII paths alike.
+    runs = digit_runs(text)
+    assert runs.keys == frozenset(_DIGITS.findall(text))
+    assert runs.words == frozenset(_DIGITS.findall(text.casefold()))
+
+
 def test_masks_make_no_claim() -> None:
     cfg = OverlapConfig(mask_digits=True)
     new = "Profit was 12 mln dlrs in 1987."

@@ -195,6 +195,29 @@ def test_sqlite_urls_and_options(tmp_path: Path) -> None:
         open_store(str(not_db))
 
 
+def test_sqlite_mmap_option(tmp_path: Path) -> None:
+    # Memory-mapped reads are on by default (SQLite caps the size at its build's maximum),
+    # off with mmap_size=0, and both read the same rows; bad sizes are configuration errors.
+    path = tmp_path / "m.db"
+    store = open_store(f"sqlite:///{path}")
+    with store.write():
+        for n in range(50):
+            store.insert_article(row(f"a{n}", fp=n))
+    assert store._conn.execute("PRAGMA mmap_size").fetchone()[0] > 0  # type: ignore[attr-defined]
+    mapped = [(r.id, r.fingerprint, r.signature) for r in store.get_many_by_seq(range(1, 51))]
+    store.close()
+    plain = open_store(f"sqlite:///{path}?mmap_size=0")
+    assert plain._conn.execute("PRAGMA mmap_size").fetchone()[0] == 0  # type: ignore[attr-defined]
+    assert [(r.id, r.fingerprint, r.signature) for r in plain.get_many_by_seq(range(1, 51))] == (
+        mapped
+    )
+    assert len(mapped) == 50
+    plain.close()
+    for bad in ("-1", "lots"):
+        with pytest.raises(ConfigError, match="mmap_size"):
+            open_store(f"sqlite:///{path}?mmap_size={bad}")
+
+
 def test_postgres_bad_schema_name_and_missing() -> None:
     url = pg_url_or_skip()
     with pytest.raises(ConfigError):

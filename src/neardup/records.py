@@ -27,6 +27,9 @@ class FieldNames:
     source: str = "source"
 
 
+_DEFAULT_FIELDS = FieldNames()
+
+
 def parse_date(value: object) -> dt.datetime | None:
     """ISO-8601 text (or a datetime) -> an aware UTC datetime; ``None``/"" -> ``None``.
 
@@ -75,7 +78,7 @@ class Article:
 
         Numeric ids are accepted and turned into strings; other fields are kept in ``extra``.
         """
-        f = fields or FieldNames()
+        f = fields or _DEFAULT_FIELDS
         if not isinstance(data, Mapping):
             raise InputTypeError(f"an article must be a JSON object, got {type(data).__name__}")
         if f.id not in data or data[f.id] is None or data[f.id] == "":

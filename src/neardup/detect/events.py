@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from neardup.config import Config, check_int, check_range
+from neardup.index.hamming import positions_within
 
 __all__ = [
     "EventArticle",
@@ -42,7 +43,6 @@ __all__ = [
 ]
 
 _US = 1_000_000
-_NUMPY_FROM = 256  # window size from which neighbours() vectorises the distances
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +87,9 @@ class EventDetector:
         self._window_us = round(config.window_seconds * _US)
         self._dates: list[int] = []
         self._seqs: list[int] = []
-        self._fps: list[int] = []
+        # The window's fingerprints in date order (the first len(self._dates) slots of a
+        # growing array): neighbours() scans them in one compiled pass.
+        self._fps = np.zeros(256, dtype=np.uint64)
         self._events: dict[int, str] = {}
         self._newest = -(1 << 62)
 
@@ -117,18 +119,9 @@ class EventDetector:
         hi = bisect.bisect_right(self._dates, date_us)
         if hi <= lo:
             return []
-        limit = self.config.max_distance
-        if hi - lo < _NUMPY_FROM:
-            # A news window holds tens of articles: int.bit_count beats numpy's set-up.
-            return [
-                seq
-                for seq, fp in zip(self._seqs[lo:hi], self._fps[lo:hi], strict=True)
-                if (fp ^ fingerprint).bit_count() <= limit
-            ]
-        fps = np.fromiter(self._fps[lo:hi], dtype=np.uint64, count=hi - lo)
-        dist = np.bitwise_count(fps ^ np.uint64(fingerprint))
-        hits = np.flatnonzero(dist <= limit)
-        return [self._seqs[lo + int(i)] for i in hits]
+        near = positions_within(self._fps, lo, hi, np.uint64(fingerprint), self.config.max_distance)
+        seqs = self._seqs
+        return [seqs[i] for i in near.tolist()]
 
     def add(self, seq: int, date_us: int | None, fingerprint: int, event: str | None) -> None:
         """Record an ingested article (undated articles are not kept)."""
@@ -137,7 +130,7 @@ class EventDetector:
         pos = bisect.bisect_right(self._dates, date_us)
         self._dates.insert(pos, date_us)
         self._seqs.insert(pos, seq)
-        self._fps.insert(pos, fingerprint)
+        self._insert_fp(pos, fingerprint)
         if event is not None:
             self._events[seq] = event
         if date_us > self._newest:
@@ -156,7 +149,20 @@ class EventDetector:
         cut = bisect.bisect_left(self._dates, horizon)
         for seq in self._seqs[:cut]:
             self._events.pop(seq, None)
-        del self._dates[:cut], self._seqs[:cut], self._fps[:cut]
+        kept = len(self._dates) - cut
+        self._fps[:kept] = self._fps[cut : cut + kept]  # numpy copies overlapping slices safely
+        del self._dates[:cut], self._seqs[:cut]
+
+    def _insert_fp(self, pos: int, fingerprint: int) -> None:
+        # Called after the date is inserted: the window now holds len(self._dates) articles.
+        n = len(self._dates) - 1  # fingerprints held before this one
+        if n == self._fps.shape[0]:
+            grown = np.zeros(2 * n, dtype=np.uint64)
+            grown[:n] = self._fps
+            self._fps = grown
+        if pos < n:  # rare: an article dated before the newest one
+            self._fps[pos + 1 : n + 1] = self._fps[pos:n]
+        self._fps[pos] = fingerprint
 
     # --- checkpoint -----------------------------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
@@ -165,7 +171,7 @@ class EventDetector:
         return {
             "win_dates": np.asarray(self._dates, dtype=np.int64),
             "win_seqs": np.asarray(self._seqs, dtype=np.int64),
-            "win_fps": np.asarray(self._fps, dtype=np.uint64),
+            "win_fps": self._fps[: len(self._dates)].copy(),
             "win_event_seqs": np.asarray(ev_seqs, dtype=np.int64),
             "win_event_ids": np.asarray([self._events[s] for s in ev_seqs], dtype=np.str_),
             "win_newest": np.asarray([self._newest], dtype=np.int64),
@@ -174,7 +180,11 @@ class EventDetector:
     def load_state(self, arrays: dict[str, np.ndarray]) -> None:
         self._dates = [int(x) for x in arrays["win_dates"]]
         self._seqs = [int(x) for x in arrays["win_seqs"]]
-        self._fps = [int(x) for x in arrays["win_fps"]]
+        fps = np.asarray(arrays["win_fps"], dtype=np.uint64)
+        if fps.shape[0] != len(self._dates):
+            raise ValueError("event window fingerprints do not match its dates")
+        self._fps = np.zeros(max(256, 2 * fps.shape[0]), dtype=np.uint64)
+        self._fps[: fps.shape[0]] = fps
         self._events = {
             int(s): str(e)
             for s, e in zip(arrays["win_event_seqs"], arrays["win_event_ids"], strict=True)
@@ -185,7 +195,9 @@ class EventDetector:
         """(date, seq, fingerprint, event) of every window article, for consistency checks."""
         return tuple(
             (d, s, f, self._events.get(s))
-            for d, s, f in zip(self._dates, self._seqs, self._fps, strict=True)
+            for d, s, f in zip(
+                self._dates, self._seqs, self._fps[: len(self._dates)].tolist(), strict=True
+            )
         )
 
 

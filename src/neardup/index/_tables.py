@@ -256,6 +256,21 @@ def popcount64(x: np.uint64) -> np.int64:  # pragma: no cover - compiled
     return np.int64((x * _H01) >> np.uint64(56))
 
 
+@njit(cache=True)
+def positions_within(
+    fps: U64, lo: np.int64, hi: np.int64, query: np.uint64, max_distance: np.int64
+) -> I64:  # pragma: no cover - compiled
+    """Positions ``i`` in ``[lo, hi)`` with ``popcount(fps[i] ^ query) <= max_distance``,
+    in order (a brute-force scan: exact)."""
+    out = np.empty(max(hi - lo, 0), dtype=np.int64)
+    n = 0
+    for i in range(lo, hi):
+        if popcount64(fps[i] ^ query) <= max_distance:
+            out[n] = i
+            n += 1
+    return out[:n]
+
+
 @njit(cache=True, inline="always")
 def _bucket(
     keys: U64, directory: I64, dbits: np.int64, qkey: np.uint64, width: np.int64

@@ -216,8 +216,10 @@ def _figures(  # pragma: no cover - compiled
     dcounts: Any,
     digits: Any,
     out: Any,
-) -> None:
-    # out[k]: 1 replaced, 0 not (or unknown), 2 undecided until the core is given.
+) -> int:
+    # out[k]: 1 replaced, 0 not (or unknown), 2 undecided until the core is given; returns
+    # the number of undecided candidates.
+    undecided = 0
     for k in range(slots.shape[0]):
         s = slots[k]
         out[k] = 0
@@ -233,8 +235,10 @@ def _figures(  # pragma: no cover - compiled
             out[k] = 1
         elif not with_core:
             out[k] = 2
+            undecided += 1
         elif not _subset(new_core, 0, new_core.shape[0], digits, d0, d1):
             out[k] = 1
+    return undecided
 
 
 class _Column:
@@ -430,8 +434,7 @@ class CandidateFacts:
         columns = (self._dates.data, self._dstarts.data, self._dcounts.data, self._digits.data)
         empty = np.zeros(0, dtype=np.uint64)
         args = (int(date_us), float(window_us), slots, *columns, out)
-        _figures(new_words, empty, False, *args)
-        if (out == 2).any():
+        if _figures(new_words, empty, False, *args):
             _figures(new_words, new_core(), True, *args)
         replaced: npt.NDArray[np.bool_] = out == 1
         return replaced

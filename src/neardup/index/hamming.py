@@ -50,10 +50,15 @@ from neardup.errors import (
 )
 from neardup.index._common import Key, read_index_file
 from neardup.index._rows import RowIndex, resolve_config
-from neardup.index._tables import MultiTable, hamming_probe_all, hamming_probe_segment
+from neardup.index._tables import (
+    MultiTable,
+    hamming_probe_all,
+    hamming_probe_segment,
+    positions_within,
+)
 from neardup.sketch.base import Signature
 
-__all__ = ["HammingIndex", "HammingIndexConfig"]
+__all__ = ["HammingIndex", "HammingIndexConfig", "positions_within"]
 
 U64 = npt.NDArray[np.uint64]
 _MAGIC = b"NDHAMIDX"

@@ -35,7 +35,14 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["key_counts", "overlap_counts", "sequence_share", "tokenize", "word_test"]
+__all__ = [
+    "digit_run_bounds",
+    "key_counts",
+    "overlap_counts",
+    "sequence_share",
+    "tokenize",
+    "word_test",
+]
 
 KEY = 1
 FIGURE = 2
@@ -64,6 +71,33 @@ N_PARAMS = 12
 @njit(cache=True, nogil=True)
 def _is_word(c: int) -> bool:
     return (97 <= c <= 122) or (65 <= c <= 90) or (48 <= c <= 57) or c == 95
+
+
+@njit(cache=True, nogil=True)
+def digit_run_bounds(buf: Any) -> Any:  # pragma: no cover - compiled
+    """``[start0, end0, start1, end1, ...]`` of the maximal runs of word bytes
+    (``[A-Za-z0-9_]``) of the ASCII text ``buf`` that are all digits: the matches of
+    ``\\b[0-9]+\\b`` (similarity.overlap.digit_runs), in order."""
+    n = buf.shape[0]
+    out = np.empty(n + 2, dtype=np.int64)
+    m = 0
+    i = 0
+    while i < n:
+        if not _is_word(buf[i]):
+            i += 1
+            continue
+        j = i
+        digits = True
+        while j < n and _is_word(buf[j]):
+            if not 48 <= buf[j] <= 57:
+                digits = False
+            j += 1
+        if digits:
+            out[m] = i
+            out[m + 1] = j
+            m += 2
+        i = j
+    return out[:m]
 
 
 @njit(cache=True, nogil=True)
