@@ -258,11 +258,11 @@ def popcount64(x: np.uint64) -> np.int64:  # pragma: no cover - compiled
 
 @njit(cache=True)
 def positions_within(
-    fps: U64, lo: np.int64, hi: np.int64, query: np.uint64, max_distance: np.int64
+    fps: U64, lo: int, hi: int, query: np.uint64, max_distance: int
 ) -> I64:  # pragma: no cover - compiled
     """Positions ``i`` in ``[lo, hi)`` with ``popcount(fps[i] ^ query) <= max_distance``,
     in order (a brute-force scan: exact)."""
-    out = np.empty(max(hi - lo, 0), dtype=np.int64)
+    out: I64 = np.empty(hi - lo if hi > lo else 0, dtype=np.int64)
     n = 0
     for i in range(lo, hi):
         if popcount64(fps[i] ^ query) <= max_distance:
