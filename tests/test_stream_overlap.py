@@ -152,8 +152,8 @@ def test_templated_items_of_another_issuer_are_not_duplicates(
 
 
 def test_lsh_threshold_is_derived_from_the_rule_unless_given() -> None:
-    assert StreamConfig().verify == "overlap" and StreamConfig().lsh_threshold == 0.1
-    assert StreamConfig(verify="shingles").lsh_threshold == 0.2
+    assert StreamConfig().verify == "shingles" and StreamConfig().lsh_threshold == 0.2
+    assert StreamConfig(verify="overlap").lsh_threshold == 0.1
     assert StreamConfig(verify="overlap", lsh_threshold=0.3).lsh_threshold == 0.3
     with pytest.raises(ConfigError):
         StreamConfig(lsh_threshold=0.0)

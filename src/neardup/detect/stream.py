@@ -16,10 +16,11 @@ Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's 
    shingle Jaccard near 0.1).  On a tuning benchmark SimHash within 7 bits reaches about
    70 % of the duplicate pairs, SimHash + LSH at 0.2 98 %, at 0.1 99 %
    (``benchmarks/bench_stream_overlap.py``, docs/stream.md).
-3. **Verify** (``verify="overlap"``, the default: duplicate F1 0.9877 against 0.922 for
-   the shingle rule on the perturbation benchmark and fewer different-story duplicates on
-   real Reuters, at 2,039 articles per CPU-second over the replicated 1 M stream;
-   docs/stream.md): the shingle numbers of ``verify="shingles"``
+3. **Verify** (``verify="overlap"``, opt-in: the more accurate rule, duplicate F1 0.9877
+   against 0.922 on the perturbation benchmark and fewer different-story duplicates on real
+   Reuters, but not the default because of ingest throughput: 456 articles per CPU-second
+   towards 1 M on the replicated stream against 3,071; docs/stream.md): the shingle
+   numbers of ``verify="shingles"``
    below, then, when both texts are stored and the shingle sets overlap by at least
    ``overlap_min_shingle_overlap``, the duplicate test is the directed word overlap of
    :mod:`neardup.similarity.overlap` (robust to spelling noise, site packaging peeled):
@@ -36,10 +37,9 @@ Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's 
    minus templated items of another issuer or day (docs/stream.md, "Templated items").
    Similar and unrelated as for ``shingles``; without stored text the shingle rule
    decides.
-   ``verify="shingles"`` (the cheaper rule, the default before issue 7): exact Jaccard and
-   *directed* containment of the shingle sets: ``containment`` = the share of the new
-   article's shingles found in the stored one, ``coverage`` = the share of the stored
-   article's shingles found in the new one.  A
+   ``verify="shingles"`` (default): exact Jaccard and *directed* containment of the
+   shingle sets: ``containment`` = the share of the new article's shingles found in the stored
+   one, ``coverage`` = the share of the stored article's shingles found in the new one.  A
    candidate is a *duplicate* when ``containment >= duplicate_min_containment`` and
    ``coverage >= duplicate_min_coverage`` (the new article adds little to the stored one and is
    more than an excerpt of it: seed 000's "same article after some editing") and they share
@@ -172,7 +172,7 @@ class StreamConfig(Config):
       ``"simhash+lsh"`` (plus MinHash LSH, ``lsh_num_perm`` permutations, bands tuned for
       ``lsh_threshold``); ``"auto"`` (default) resolves to ``"simhash+lsh"`` unless
       ``verify="none"``, which keeps seed 003's SimHash-only mode.
-    * Word-overlap rule (``verify="overlap"``, the default): as below, but once the shingle
+    * Word-overlap rule (``verify="overlap"``, opt-in): as below, but once the shingle
       sets overlap by ``overlap_min_shingle_overlap`` and both texts are stored, duplicate
       when the word ``coverage >= overlap_min_coverage``, ``added <= overlap_max_added``,
       the corrected word ``overlap_sequence_width``-gram containment >=
@@ -213,7 +213,7 @@ class StreamConfig(Config):
     lsh_num_perm: int = 32
     lsh_threshold: float | None = None
     lsh_min_score: float = 0.0625
-    verify: str = "overlap"
+    verify: str = "shingles"
     duplicate_min_jaccard: float = 0.5
     duplicate_min_containment: float = 0.5
     duplicate_min_coverage: float = 0.5
