@@ -13,10 +13,20 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup.detect.stream import NewsStream, StreamConfig
 from neardup.evaluation.synth import perturb_words
-from neardup.index.facts import FIGURES, KEEP, UNRELATED, CandidateFacts, ScreenRule, figure_hashes
+from neardup.index.facts import (
+    FIGURES,
+    KEEP,
+    UNRELATED,
+    CandidateFacts,
+    ScreenRule,
+    candidate_union,
+    figure_hashes,
+)
 from neardup.similarity.overlap import digit_runs, figures_replaced, never_peeled_digits
 from neardup.sketch.shingleset import ShingleSetConfig, sign_shingles
 from neardup.store import open_store
@@ -135,6 +145,18 @@ def test_unknown_and_empty_are_kept() -> None:
     empty = np.zeros(0, dtype=np.uint64)
     facts.add(7, values, None, None)
     assert facts.screen([7], empty, RULE.params()).tolist() == [KEEP]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-2, 60)),
+    st.lists(st.integers(-2, 60)),
+    st.integers(-2, 60),
+)
+def test_candidate_union_equals_numpy(a: list[int], b: list[int], exclude: int) -> None:
+    got = candidate_union(np.array(a, dtype=np.int64), np.array(b, dtype=np.int64), exclude)
+    want = np.setdiff1d(np.union1d(np.array(a, dtype=np.int64), b), [exclude])
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
 
 
 def test_add_is_idempotent_and_huge_seqs_are_not_tracked() -> None:

@@ -171,6 +171,36 @@ def test_duplicate_key_policy_and_remove() -> None:
     assert index.keys() == ["b", "a"]
 
 
+def _key_array_query(index: HammingIndex, q: int) -> list[tuple[int, int]]:
+    keys, dists = index.query_key_array(q)
+    return sorted(zip(dists.tolist(), keys.tolist(), strict=True))
+
+
+def test_query_key_array_equals_query_through_adds_removes_and_compaction() -> None:
+    """The int64-array form of ``query`` (the news stream's): same keys and distances as
+    brute force over segments, the buffer, removed keys and after a compaction; string
+    keys refuse it."""
+    fps, qs = planted(6_000, 20, 4, seed=3)
+    index = HammingIndex(max_distance=3, buffer_size=128)
+    index.add_many(list(range(3_000)), fps[:3_000])
+    for i in range(3_000, fps.shape[0]):
+        index.add(i * 7, int(fps[i]))  # keys not equal to rows
+    keys = list(range(3_000)) + [i * 7 for i in range(3_000, fps.shape[0])]
+    removed = set(range(0, fps.shape[0], 5))
+    for i in sorted(removed):
+        index.remove(keys[i])
+    live = [i for i in range(fps.shape[0]) if i not in removed]
+    for _ in range(2):  # before and after compaction (rows renumbered)
+        for q in qs.tolist():
+            want = brute(fps[live], [keys[i] for i in live], q, 3)
+            assert _key_array_query(index, q) == sorted((d, k) for k, d in want)
+        index.compact()
+    named = HammingIndex(max_distance=3)
+    named.add("a", 1)
+    with pytest.raises(InputTypeError):
+        named.query_key_array(1)
+
+
 def test_many_removes_trigger_compaction_and_stay_exact() -> None:
     fps, qs = planted(3_000, 10, 3, seed=11)
     index = HammingIndex(max_distance=3, buffer_size=64)

@@ -120,6 +120,36 @@ def test_more_candidates_than_the_first_scan_holds() -> None:
     assert len(got) == sigs.shape[0]
     assert got == brute_candidates(sigs, keys, q, 8, 4)
     assert sorted(index.query_keys(sig(q), min_score=0.1)) == keys
+    assert sorted(index.query_key_array(sig(q), min_score=0.1).tolist()) == keys
+    half = [k for k in keys if k % 2]
+    for k in keys:
+        if not k % 2:
+            index.remove(k)  # compacts once dead rows outnumber live ones
+    assert sorted(index.query_key_array(sig(q), min_score=0.1).tolist()) == half
+    assert sorted(index.query_keys(sig(q), min_score=0.1)) == half
+
+
+def test_query_key_array_equals_query_keys() -> None:
+    """The int64-array form of ``query_keys`` (the news stream's) over segments, the buffer
+    and several ``min_score``; string keys refuse it."""
+    rng = np.random.default_rng(4)
+    bases = random_sigs(200, 32, seed=5)
+    near = np.array([partner(bases[i % 200], s, rng) for i, s in enumerate(np.linspace(0, 1, 600))])
+    sigs = np.concatenate([bases, near])
+    index = LSHIndex(num_perm=32, threshold=0.1, buffer_size=64)
+    index.add_many(list(range(500)), [sig(s) for s in sigs[:500]])
+    for i in range(500, sigs.shape[0]):
+        index.add(i, sig(sigs[i]))
+    assert len(index._tables.segments) >= 1 and index._tables.buffer_count > 0
+    for q in near[::7]:
+        for min_score in (0.0, 0.0625, 0.5):
+            got = index.query_key_array(sig(q), min_score=min_score).tolist()
+            assert len(got) == len(set(got))
+            assert sorted(got) == sorted(index.query_keys(sig(q), min_score=min_score))
+    named = LSHIndex(num_perm=32, threshold=0.5)
+    named.add("a", sig(bases[0]))
+    with pytest.raises(InputTypeError):
+        named.query_key_array(sig(bases[0]))
 
 
 def test_s_curve_recall_matches_theory() -> None:

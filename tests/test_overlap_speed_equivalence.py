@@ -440,7 +440,7 @@ def test_stream_filter_and_caches_change_no_decision(
 
     monkeypatch.setattr(stream_module, "_OVERLAP_CACHE", 5)
     small = run("small.db")
-    monkeypatch.setattr(NewsStream, "_maybe_related", lambda self, seqs, *rest: (seqs, []))
+    monkeypatch.setattr(NewsStream, "_maybe_related", lambda self, seqs, *rest: (list(seqs), []))
     every = run("every.db")
     assert fast == every and small == every
     statuses = Counter(re.search(r'"status":"(\w+)"', j).group(1) for j in every)  # type: ignore[union-attr]

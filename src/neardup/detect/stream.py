@@ -107,7 +107,14 @@ from neardup.errors import (
     SchemeMismatchError,
     StoreError,
 )
-from neardup.index.facts import FIGURES, KEEP, CandidateFacts, ScreenRule, figure_hashes
+from neardup.index.facts import (
+    FIGURES,
+    KEEP,
+    CandidateFacts,
+    ScreenRule,
+    candidate_union,
+    figure_hashes,
+)
 from neardup.index.hamming import HammingIndex
 from neardup.index.lsh import LSHIndex
 from neardup.records import Article
@@ -162,6 +169,7 @@ _CHECKPOINT_VERSION = 1
 # non-ASCII articles are still prepared).
 _OVERLAP_CACHE = 4096
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_NO_SEQS = np.zeros(0, dtype=np.int64)  # no LSH candidates
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1048,24 +1056,24 @@ class NewsStream:
         ``similar_min_overlap`` is unrelated and dropped (:meth:`_verify`).
         """
         cfg = self.config
-        near = self._index.query(fingerprint, cfg.similar_max_distance)
-        distance = {int(k): d for k, d in near if int(k) != exclude}
-        lsh_only: set[int] = set()
+        # The candidate seqs stay in numpy arrays until the facts screen has dropped most.
+        near, near_distance = self._index.query_key_array(fingerprint, cfg.similar_max_distance)
+        found_lsh = _NO_SEQS
         if self._lsh is not None and minhash is not None and len(minhash):
             # Bands of one row make any single equal MinHash value a candidate; asking for
             # lsh_min_score (2 of 32 values equal) drops most chance collisions.
-            for key in self._lsh.query_keys(minhash, min_score=cfg.lsh_min_score):
-                if int(key) != exclude and int(key) not in distance:
-                    lsh_only.add(int(key))
-        if not distance and not lsh_only:
+            found_lsh = self._lsh.query_key_array(minhash, min_score=cfg.lsh_min_score)
+        candidates = candidate_union(near, found_lsh, exclude)
+        if not candidates.size:
             return [], {}
+        # SimHash distances of the SimHash candidates; an LSH-only candidate's is measured
+        # when it is read (_verify_ranked).
+        distance = dict(zip(near.tolist(), near_distance.tolist(), strict=True))
         # The word test's view of the new text (made lazily; only verify="overlap" reads it).
         new_words = None
         if cfg.verify == "overlap" and text is not None:
             new_words = _NewWords(text, cfg.overlap)
-        keep, band = self._maybe_related(
-            [*distance, *sorted(lsh_only)], shingles, text, new_words, date_us
-        )
+        keep, band = self._maybe_related(candidates, shingles, text, new_words, date_us)
         # Once the article's duplicate is found, a candidate ranked below it cannot change
         # the decision: under verify="overlap" it is listed without the word test
         # (overlap_test_after_duplicate=False, the default; _verify_ranked).
@@ -1079,7 +1087,6 @@ class NewsStream:
             return self._verify_ranked(
                 seqs,
                 distance,
-                lsh_only,
                 fingerprint,
                 shingles,
                 text,
@@ -1104,7 +1111,6 @@ class NewsStream:
         self,
         seqs: list[int],
         distance: dict[int, int],
-        lsh_only: set[int],
         fingerprint: int,
         shingles: Signature,
         text: str | None,
@@ -1125,7 +1131,7 @@ class NewsStream:
         a = shingles.values
         ranked: list[tuple[tuple[float, int, str], ArticleRow, _Shared | None]] = []
         for row in rows:
-            if row.seq in lsh_only:
+            if row.seq not in distance:  # an LSH-only candidate
                 distance[row.seq] = (row.fingerprint ^ fingerprint).bit_count()
             if row.date_us is not None:
                 if (
@@ -1391,7 +1397,7 @@ class NewsStream:
 
     def _maybe_related(
         self,
-        seqs: list[int],
+        seqs: npt.NDArray[np.int64],
         shingles: Signature,
         text: str | None,
         new_words: _NewWords | None = None,
@@ -1416,12 +1422,10 @@ class NewsStream:
             or shingles.scheme_id != cfg.shingles.scheme_id
             or not len(self._facts)
         ):
-            return seqs, []
+            return seqs.tolist(), []
         word_test = cfg.verify == "overlap" and text is not None and new_words is not None
-        codes = self._facts.screen(seqs, a, self._screen_params[word_test]).tolist()
-        keep = [seq for seq, code in zip(seqs, codes, strict=True) if code == KEEP]
-        band = [seq for seq, code in zip(seqs, codes, strict=True) if code == FIGURES]
-        return keep, band
+        codes = self._facts.screen(seqs, a, self._screen_params[word_test])
+        return seqs[codes == KEEP].tolist(), seqs[codes == FIGURES].tolist()
 
     def _band_related(
         self, band: list[int], new_words: _NewWords | None, date_us: int | None

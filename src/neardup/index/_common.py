@@ -49,12 +49,16 @@ class KeyMap:
     One kind per index so that results sort by key without comparing ``str`` with ``int``.
     """
 
-    __slots__ = ("keys", "kind", "rows")
+    __slots__ = ("_ints", "_synced", "keys", "kind", "rows")
 
     def __init__(self) -> None:
         self.kind: Literal["int", "str"] | None = None
         self.keys: list[Key | None] = []
         self.rows: dict[Key, int] = {}
+        # Integer keys mirrored in an int64 array (rows < _synced), filled on demand by
+        # key_array: queries then map rows to keys without a Python list per query.
+        self._ints = np.zeros(0, dtype=np.int64)
+        self._synced = 0
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -155,8 +159,25 @@ class KeyMap:
         keys = self.keys
         return [keys[r] for r in rows]  # type: ignore[misc]
 
+    def key_array(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The integer keys of ``rows`` (live rows: a dropped row's slot is stale), as an
+        int64 array; ``InputTypeError`` when the keys are strings."""
+        if self.kind == "str":
+            raise InputTypeError("this index has str keys; key arrays need int keys")
+        n = len(self.keys)
+        if self._synced < n:
+            if n > self._ints.shape[0]:  # amortised doubling: one add per query in a stream
+                grown = np.zeros(max(n, 2 * self._ints.shape[0], 1024), dtype=np.int64)
+                grown[: self._synced] = self._ints[: self._synced]
+                self._ints = grown
+            fresh = self.keys[self._synced : n]
+            self._ints[self._synced : n] = [-1 if k is None else k for k in fresh]
+            self._synced = n
+        return self._ints[rows]
+
     def compact(self) -> None:
         """Drop removed rows; rows become ``0..len-1`` in their old order."""
+        self._synced = 0  # rows are renumbered: the key array is refilled on demand
         self.keys = [k for k in self.keys if k is not None]
         self.rows = dict(zip(self.keys, range(len(self.keys)), strict=True))  # type: ignore[arg-type]
 

@@ -621,6 +621,32 @@ def distinct_pairs(qs: I64, rows: I64, nrows: np.int64) -> tuple[I64, I64]:  # p
 
 
 @njit(cache=True)
+def distinct_rows_at_least(  # pragma: no cover - compiled
+    rows: I64, sigs: U64, qsig: U64, num_perm: np.int64, min_score: np.float64
+) -> I64:
+    """The distinct ``rows`` (one query's band hits, repeats allowed), sorted, whose count
+    of values equal to ``qsig`` in ``sigs`` gives ``count / num_perm >= min_score`` (the
+    same IEEE division as :func:`count_equal_at_least`): :func:`distinct_pairs` and
+    :func:`count_equal_at_least` of one query in one pass."""
+    ordered = np.sort(rows)
+    out = np.empty(ordered.shape[0], dtype=np.int64)
+    kept = 0
+    for i in range(ordered.shape[0]):
+        r = ordered[i]
+        if i and r == ordered[i - 1]:
+            continue
+        a = sigs[r]
+        c = 0
+        for j in range(a.shape[0]):
+            if a[j] == qsig[j]:
+                c += 1
+        if c / num_perm >= min_score:
+            out[kept] = r
+            kept += 1
+    return out[:kept]
+
+
+@njit(cache=True)
 def count_equal_at_least(  # pragma: no cover - compiled
     sigs: U64, qsigs: U64, qs: I64, rows: I64, num_perm: np.int64, min_score: np.float64
 ) -> tuple[I64, I64]:

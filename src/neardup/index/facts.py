@@ -37,7 +37,15 @@ import numpy.typing as npt
 import xxhash
 from numba import njit
 
-__all__ = ["FIGURES", "KEEP", "UNRELATED", "CandidateFacts", "ScreenRule", "figure_hashes"]
+__all__ = [
+    "FIGURES",
+    "KEEP",
+    "UNRELATED",
+    "CandidateFacts",
+    "ScreenRule",
+    "candidate_union",
+    "figure_hashes",
+]
 
 _NO_DATE = np.iinfo(np.int64).min
 # Seqs far beyond those already held are not tracked (kept, never screened): the slot
@@ -95,6 +103,31 @@ def figure_hashes(runs: Iterable[str]) -> npt.NDArray[np.uint64]:
 
 
 @njit(cache=True, nogil=True)
+def _union_without(a: Any, b: Any, exclude: int) -> Any:  # pragma: no cover - compiled
+    both = np.sort(np.concatenate((a, b)))
+    out = np.empty(both.shape[0], dtype=np.int64)
+    kept = 0
+    for i in range(both.shape[0]):
+        v = both[i]
+        if v != exclude and (kept == 0 or out[kept - 1] != v):
+            out[kept] = v
+            kept += 1
+    return out[:kept]
+
+
+def candidate_union(
+    a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], exclude: int
+) -> npt.NDArray[np.int64]:
+    """The sorted distinct seqs of two indexes' candidate arrays minus ``exclude`` (the
+    query's own seq; -1: none): ``np.setdiff1d(np.union1d(a, b), [exclude])`` in one
+    compiled call (numpy's takes about 25 us for a few dozen candidates)."""
+    union: npt.NDArray[np.int64] = _union_without(
+        np.ascontiguousarray(a, dtype=np.int64), np.ascontiguousarray(b, dtype=np.int64), exclude
+    )
+    return union
+
+
+@njit(cache=True, nogil=True)
 def _count_table(a: Any) -> tuple[Any, Any, int]:  # pragma: no cover - compiled
     """Open-addressing table (linear probing, at most a quarter full) of the low 32 bits
     of the uint64 values ``a`` with their multiplicities: (keys, counts, mask)."""
@@ -142,7 +175,8 @@ def _shared_count(  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def _screen(  # pragma: no cover - compiled
     a: Any,
-    slots: Any,
+    seqs: Any,
+    slot_of: Any,
     starts: Any,
     counts: Any,
     values: Any,
@@ -161,8 +195,9 @@ def _screen(  # pragma: no cover - compiled
     )
     a_size = a.shape[0]
     table_keys, table_counts, mask = _count_table(a)
-    for k in range(slots.shape[0]):
-        s = slots[k]
+    for k in range(seqs.shape[0]):
+        q = seqs[k]
+        s = slot_of[q] if 0 <= q < slot_of.shape[0] else -1
         if s < 0 or counts[s] == 0 or a_size == 0:
             out[k] = KEEP
             continue
@@ -388,7 +423,7 @@ class CandidateFacts:
 
     def screen(
         self,
-        seqs: Sequence[int],
+        seqs: Sequence[int] | npt.NDArray[np.int64],
         shingles: npt.NDArray[np.uint64],
         params: npt.NDArray[np.float64],
     ) -> npt.NDArray[np.int8]:
@@ -401,7 +436,8 @@ class CandidateFacts:
             return out
         _screen(
             np.ascontiguousarray(shingles, dtype=np.uint64),
-            self._slots(seqs),
+            np.ascontiguousarray(seqs, dtype=np.int64),
+            self._slot_of,
             self._starts.data,
             self._counts.data,
             self._values.data,

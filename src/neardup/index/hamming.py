@@ -331,6 +331,17 @@ class HammingIndex(RowIndex):
         keys = self._keys.lookup(rows.tolist())
         return [(k, dist) for dist, k in sorted(zip(dists.tolist(), keys, strict=True))]
 
+    def query_key_array(
+        self, fingerprint: int | np.uint64 | Signature, max_distance: int | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """:meth:`query` as two int64 arrays ``(keys, distances)`` in no promised order
+        (indexes with integer keys; ``InputTypeError`` for string keys): for callers that
+        combine candidate sets in numpy."""
+        d = self._distance(max_distance)
+        fps = np.array([self._fingerprint(fingerprint, [])], dtype=np.uint64)
+        _, rows, dists = self.query_rows(fps, d)
+        return self._keys.key_array(rows), dists
+
     def query_many(
         self, fingerprints: object, max_distance: int | None = None
     ) -> list[list[tuple[Key, int]]]:

@@ -55,6 +55,7 @@ from neardup.index._tables import (
     count_equal,
     count_equal_at_least,
     distinct_pairs,
+    distinct_rows_at_least,
     exact_probe_all,
     exact_probe_segment,
 )
@@ -263,17 +264,21 @@ class LSHIndex(RowIndex):
 
     def candidate_rows(self, sigs: U64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Distinct ``(query number, row)`` pairs sharing a band, sorted by query then row."""
+        qs, rows = self._band_hits(sigs)
+        return distinct_pairs(qs, rows, np.int64(max(self._nrows, 1)))
+
+    def _band_hits(self, sigs: U64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``(query number, row)`` of every band shared, a row once per band it shares."""
         qkeys = np.ascontiguousarray(band_keys(sigs, self.bands, self.rows).T)
         tables = self._tables
         if len(tables.segments) == 1 and tables.buffer_count == 0:
             # One sorted segment (bulk build, load, compaction): skip the typed-list unboxing.
             seg = tables.segments[0]
-            qs, rows = exact_probe_segment(
+            return exact_probe_segment(
                 qkeys, seg.keys, seg.rows, seg.directory, np.int64(seg.dbits), self._alive
             )
-            return distinct_pairs(qs, rows, np.int64(max(self._nrows, 1)))
         seg_keys, seg_rows, seg_dirs, seg_dbits = tables.segment_lists()
-        qs, rows = exact_probe_all(
+        return exact_probe_all(
             qkeys,
             seg_keys,
             seg_rows,
@@ -284,7 +289,6 @@ class LSHIndex(RowIndex):
             np.int64(tables.buffer_count),
             self._alive,
         )
-        return distinct_pairs(qs, rows, np.int64(max(self._nrows, 1)))
 
     def _scores(self, sigs: U64, qs: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> Any:
         return count_equal(self._values, sigs, qs, rows) / self.config.num_perm
@@ -311,6 +315,19 @@ class LSHIndex(RowIndex):
         _, rows = self._equal_rows(signature, min_score)
         keys = self._keys.keys
         return [keys[r] for r in rows.tolist()]
+
+    def query_key_array(
+        self, signature: Signature, min_score: float = 0.0
+    ) -> npt.NDArray[np.int64]:
+        """The keys of :meth:`query_keys` as an int64 array, in no promised order (indexes
+        with integer keys; ``InputTypeError`` for string keys): for callers that combine
+        candidate sets in numpy.  One compiled pass after the band probe."""
+        check_range("min_score", min_score, low=0.0, high=1.0)
+        sig = np.ascontiguousarray(self._signature(signature, []))
+        _, hits = self._band_hits(sig.reshape(1, -1))
+        num_perm = np.int64(self.config.num_perm)
+        rows = distinct_rows_at_least(hits, self._values, sig, num_perm, np.float64(min_score))
+        return self._keys.key_array(rows)
 
     def _equal_rows(
         self, signature: Signature, min_score: float
