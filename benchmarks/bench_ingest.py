@@ -21,7 +21,9 @@ Measures, in one process, one core:
   decisions per status, and how many decisions each stage changes.
 * **durability**: ``synchronous=normal`` vs ``full``, batch ``--batch`` vs batch 1.
 * **baseline**: the ``simhash`` package's ``SimhashIndex(k=3)`` (in memory, no store, no
-  verification) on the same ``--stage-n`` articles: what a user would otherwise pick.
+  verification) on the same ``--stage-n`` articles: what a user would otherwise pick.  Its
+  rate on the first 4,000 articles is also taken just before and after the main run, as the
+  machine's speed in that run (``machine_speed_simhash_pkg_per_cpu_s_before_after``).
 
 Rates are given per wall-clock second and per CPU second of the process (``process_time``):
 on a shared, loaded machine the second is the fair "one core" figure.
@@ -258,9 +260,14 @@ def main() -> None:
     try:
         default = StreamConfig() if args.verify is None else StreamConfig(verify=args.verify)
         if not args.skip_main:
+            # The machine's speed in the same run (a shared machine's speed varies by 1.5x
+            # between days): the simhash package's rate before and after the main run.
+            speed = [baseline_simhash(docs, 4000)["articles_per_cpu_s"]]
             main_run = ingest_run(
                 docs, args.n, default, workdir, batch=args.batch, time_limit=args.time_limit
             )
+            speed.append(baseline_simhash(docs, 4000)["articles_per_cpu_s"])
+            main_run["machine_speed_simhash_pkg_per_cpu_s_before_after"] = speed
             main_run.pop("_decisions")
             main_run["peak_rss_mb"] = round(peak_rss_mb(), 1)
             out["main"] = main_run

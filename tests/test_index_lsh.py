@@ -136,16 +136,19 @@ def test_query_key_array_equals_query_keys() -> None:
     bases = random_sigs(200, 32, seed=5)
     near = np.array([partner(bases[i % 200], s, rng) for i, s in enumerate(np.linspace(0, 1, 600))])
     sigs = np.concatenate([bases, near])
-    index = LSHIndex(num_perm=32, threshold=0.1, buffer_size=64)
-    index.add_many(list(range(500)), [sig(s) for s in sigs[:500]])
-    for i in range(500, sigs.shape[0]):
-        index.add(i, sig(sigs[i]))
-    assert len(index._tables.segments) >= 1 and index._tables.buffer_count > 0
-    for q in near[::7]:
-        for min_score in (0.0, 0.0625, 0.5):
-            got = index.query_key_array(sig(q), min_score=min_score).tolist()
-            assert len(got) == len(set(got))
-            assert sorted(got) == sorted(index.query_keys(sig(q), min_score=min_score))
+    # Bands of one row (read only past the bands) and of several rows (read in full).
+    for threshold, layout in ((0.1, (15, 1)), (0.5, (8, 4))):
+        index = LSHIndex(num_perm=32, threshold=threshold, buffer_size=64)
+        assert (index.bands, index.rows) == layout
+        index.add_many(list(range(500)), [sig(s) for s in sigs[:500]])
+        for i in range(500, sigs.shape[0]):
+            index.add(i, sig(sigs[i]))
+        assert len(index._tables.segments) >= 1 and index._tables.buffer_count > 0
+        for q in near[::7]:
+            for min_score in (0.0, 0.0625, 0.09375, 0.5, 1.0):
+                got = index.query_key_array(sig(q), min_score=min_score).tolist()
+                assert len(got) == len(set(got))
+                assert sorted(got) == sorted(index.query_keys(sig(q), min_score=min_score))
     named = LSHIndex(num_perm=32, threshold=0.5)
     named.add("a", sig(bases[0]))
     with pytest.raises(InputTypeError):

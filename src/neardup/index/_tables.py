@@ -622,27 +622,37 @@ def distinct_pairs(qs: I64, rows: I64, nrows: np.int64) -> tuple[I64, I64]:  # p
 
 @njit(cache=True)
 def distinct_rows_at_least(  # pragma: no cover - compiled
-    rows: I64, sigs: U64, qsig: U64, num_perm: np.int64, min_score: np.float64
+    rows: I64, sigs: U64, qsig: U64, need: np.int64, banded: np.int64
 ) -> I64:
-    """The distinct ``rows`` (one query's band hits, repeats allowed), sorted, whose count
-    of values equal to ``qsig`` in ``sigs`` gives ``count / num_perm >= min_score`` (the
-    same IEEE division as :func:`count_equal_at_least`): :func:`distinct_pairs` and
-    :func:`count_equal_at_least` of one query in one pass."""
+    """The distinct ``rows`` (one query's band hits, a row once per band it shares), sorted,
+    with at least ``need`` values equal to ``qsig`` in ``sigs``: :func:`distinct_pairs` and
+    :func:`count_equal_at_least` of one query in one pass.
+
+    ``banded`` > 0 (bands of one row only): the first ``banded`` positions are the bands,
+    whose keys are bijections of their one value, so a row's hits are exactly its equal
+    values there; only the other positions are read, and a row stops being read once it
+    has ``need`` equal values."""
     ordered = np.sort(rows)
-    out = np.empty(ordered.shape[0], dtype=np.int64)
+    n = ordered.shape[0]
+    width = sigs.shape[1]
+    out = np.empty(n, dtype=np.int64)
     kept = 0
-    for i in range(ordered.shape[0]):
+    i = 0
+    while i < n:
         r = ordered[i]
-        if i and r == ordered[i - 1]:
-            continue
-        a = sigs[r]
-        c = 0
-        for j in range(a.shape[0]):
-            if a[j] == qsig[j]:
+        j = i + 1
+        while j < n and ordered[j] == r:
+            j += 1
+        c = j - i if banded > 0 else 0
+        k = banded
+        while c < need and k < width:
+            if sigs[r, k] == qsig[k]:
                 c += 1
-        if c / num_perm >= min_score:
+            k += 1
+        if c >= need:
             out[kept] = r
             kept += 1
+        i = j
     return out[:kept]
 
 

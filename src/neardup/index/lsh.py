@@ -168,6 +168,13 @@ def band_keys(values: U64, bands: int, rows: int) -> U64:  # pragma: no cover - 
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _min_equal(num_perm: int, min_score: float) -> int:
+    """The fewest equal values ``c`` with ``c / num_perm >= min_score`` (the same IEEE test
+    as :func:`~neardup.index._tables.count_equal_at_least`)."""
+    return next(c for c in range(num_perm + 1) if c / num_perm >= min_score)
+
+
 class LSHIndex(RowIndex):
     """Banded MinHash LSH: add, remove, query with scores, save, load."""
 
@@ -325,8 +332,9 @@ class LSHIndex(RowIndex):
         check_range("min_score", min_score, low=0.0, high=1.0)
         sig = np.ascontiguousarray(self._signature(signature, []))
         _, hits = self._band_hits(sig.reshape(1, -1))
-        num_perm = np.int64(self.config.num_perm)
-        rows = distinct_rows_at_least(hits, self._values, sig, num_perm, np.float64(min_score))
+        need = _min_equal(self.config.num_perm, float(min_score))
+        banded = self.bands if self.rows == 1 else 0
+        rows = distinct_rows_at_least(hits, self._values, sig, np.int64(need), np.int64(banded))
         return self._keys.key_array(rows)
 
     def _equal_rows(
