@@ -319,9 +319,7 @@ class LSHIndex(RowIndex):
     def query_keys(self, signature: Signature, min_score: float = 0.0) -> list[Key]:
         """The keys of :meth:`query` (same ``min_score``), unranked and in no promised order:
         the cheaper form when only the candidate set is wanted (no scores to sort or box)."""
-        _, rows = self._equal_rows(signature, min_score)
-        keys = self._keys.keys
-        return [keys[r] for r in rows.tolist()]
+        return self._keys.lookup(self._rows_at_least(signature, min_score).tolist())
 
     def query_key_array(
         self, signature: Signature, min_score: float = 0.0
@@ -329,13 +327,20 @@ class LSHIndex(RowIndex):
         """The keys of :meth:`query_keys` as an int64 array, in no promised order (indexes
         with integer keys; ``InputTypeError`` for string keys): for callers that combine
         candidate sets in numpy.  One compiled pass after the band probe."""
+        return self._keys.key_array(self._rows_at_least(signature, min_score))
+
+    def _rows_at_least(self, signature: Signature, min_score: float) -> npt.NDArray[np.int64]:
+        """The distinct rows sharing a band with ``signature`` whose share of equal values
+        is at least ``min_score``, in row order (one compiled pass after the band probe)."""
         check_range("min_score", min_score, low=0.0, high=1.0)
         sig = np.ascontiguousarray(self._signature(signature, []))
         _, hits = self._band_hits(sig.reshape(1, -1))
         need = _min_equal(self.config.num_perm, float(min_score))
         banded = self.bands if self.rows == 1 else 0
-        rows = distinct_rows_at_least(hits, self._values, sig, np.int64(need), np.int64(banded))
-        return self._keys.key_array(rows)
+        rows: npt.NDArray[np.int64] = distinct_rows_at_least(
+            hits, self._values, sig, np.int64(need), np.int64(banded)
+        )
+        return rows
 
     def _equal_rows(
         self, signature: Signature, min_score: float
