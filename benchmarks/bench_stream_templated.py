@@ -365,7 +365,9 @@ def main() -> None:
         "machine": machine(("neardup", "numpy", "numba", "xxhash")),
         "configs": {
             "word rule": "StreamConfig(verify='overlap') (figures window 18 h)",
-            "shingle rule": "StreamConfig(verify='shingles') (LSH 0.2; the stream's default)",
+            "shingle rule": (
+                "StreamConfig(verify='shingles') (LSH 0.2; the default before the eleventh session)"
+            ),
             "one figures test": "verify='overlap', overlap_figures_window_seconds=None",
             "word overlap without the key test": "verify='overlap', names/figures tests off",
         },

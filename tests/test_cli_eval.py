@@ -234,7 +234,7 @@ def test_report_runs_end_to_end(tmp_path: Path) -> None:
     assert saved["machine"]["python"] and saved["machine"]["date"]
 
 
-def test_goal_sentence_states_the_default_and_the_opt_in_rule() -> None:
+def test_goal_sentence_states_the_default_and_the_cheaper_rule() -> None:
     from neardup.evaluation.report import _goal_sentence
 
     def stream_rates(p: float, r: float) -> dict[str, Any]:
@@ -249,14 +249,14 @@ def test_goal_sentence_states_the_default_and_the_opt_in_rule() -> None:
         },
         "stream": {
             "variants": {
-                "default": stream_rates(0.898, 0.948),
-                "verify=overlap": stream_rates(0.9964, 0.9791),
+                "default": stream_rates(0.9964, 0.9791),
+                "verify=shingles": stream_rates(0.898, 0.948),
             }
         },
     }
     text = _goal_sentence(results)
-    assert "**not met**" in text and "F1 0.9223" in text
+    assert "section 6): met under" in text and "F1 0.9877" in text
     assert "`overlap` reaches it at the default threshold" in text
-    assert 'opt-in word-overlap rule (`verify="overlap"`) reaches duplicate F1 0.9877' in text
-    results["stream"]["variants"]["default"] = stream_rates(0.9964, 0.9791)
-    assert "section 6): met under" in _goal_sentence(results)
+    assert 'cheaper shingle rule (`verify="shingles"`' in text and "F1 0.9223" in text
+    results["stream"]["variants"]["default"] = stream_rates(0.898, 0.948)
+    assert "**not met**" in _goal_sentence(results)

@@ -548,7 +548,8 @@ def test_lsh_candidates_add_verified_duplicates(
 ) -> None:
     """candidates="simhash+lsh": MinHash LSH finds duplicates SimHash puts further than 7
     bits; each is verified exactly; the LSH index survives checkpoint and log replay."""
-    cfg = StreamConfig(candidates="simhash+lsh", events=NO_EVENTS)
+    # SimHash reach pinned at 7 (derived: 3 next to LSH), so "far" means what it says.
+    cfg = StreamConfig(candidates="simhash+lsh", similar_max_distance=7, events=NO_EVENTS)
     docs = planted[:900]
     texts = {d["id"]: d["text"] for d in docs}
     ckpt = tmp_path / "l.ckpt.npz"

@@ -20,6 +20,7 @@ from neardup.evaluation.stream_quality import (
     PREDICTED,
     StreamQualityConfig,
     count_by_edit,
+    describe_rule,
     exact_groups,
     pair_evidence,
     pair_verdicts,
@@ -292,7 +293,7 @@ def test_stream_quality_end_to_end_writes_plot_and_markdown(tmp_path: Path) -> N
     assert (tmp_path / "stream_thresholds.png").stat().st_size > 10_000
     assert set(r["variants"]) == {
         "default",
-        "verify=overlap",
+        "verify=shingles",
         "candidates=simhash",
         "verify=none",
     }
@@ -309,8 +310,13 @@ def test_stream_quality_end_to_end_writes_plot_and_markdown(tmp_path: Path) -> N
     text = "\n".join(render_markdown(r))
     assert "## 6. Stream decisions" in text and "img/stream_thresholds.png" in text
     # The rule sentence is generated from the default configuration.
-    assert "plus MinHash LSH (32 permutations, bands for threshold 0.2" in text
-    assert "coverage (share of the stored article's shingles in the new one) >= 0.5" in text
+    assert "plus MinHash LSH (32 permutations, bands for threshold 0.1" in text
+    assert "keeps >= 0.5 of the stored article's words and adds <= 0.2 of its own" in text
+    # The shingle rule's sentence, for its variant.
+    shingle_rule = describe_rule(r["variants"]["verify=shingles"]["stream_config"])
+    assert "coverage (share of the stored article's shingles in the new one) >= 0.5" in (
+        shingle_rule
+    )
     json.dumps(r)  # JSON-able as the report stores it
 
 
@@ -362,7 +368,7 @@ def test_cli_eval_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     result = json.loads(out)
     assert result["pairs"] > 0 and set(result["variants"]) == {
         "default",
-        "verify=overlap",
+        "verify=shingles",
         "candidates=simhash",
         "verify=none",
     }

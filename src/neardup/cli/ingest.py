@@ -91,12 +91,12 @@ def _parse(line_no: int, raw: bytes) -> dict[str, Any] | InputError | None:
 @click.option(
     "--verify",
     type=click.Choice(["none", "shingles", "lcs", "overlap"]),
-    default="shingles",
+    default="overlap",
     show_default=True,
-    help="Verification of candidates (shingles: directed shingle overlap, the default; "
-    "overlap: word overlap robust to spelling noise with a names/figures test, the more "
-    "accurate rule (duplicate F1 0.988 vs 0.922 on the Reuters benchmark) at 1.3-2x the "
-    "ingest cost, docs/stream.md; none: seed 003's SimHash distance rule).",
+    help="Verification of candidates (overlap: word overlap robust to spelling noise with a "
+    "names/figures test, the default, duplicate F1 0.986 on the Reuters benchmark; "
+    "shingles: directed shingle overlap, F1 0.922 at a higher ingest rate, docs/stream.md; "
+    "lcs: shingles plus a common substring; none: seed 003's SimHash distance rule).",
 )
 @click.option(
     "--candidates",

@@ -6,21 +6,26 @@ Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's 
    of word 4-shingles (:func:`neardup.sketch.shingleset.sign_shingles`) and, with LSH
    candidates, a MinHash of that set (:func:`neardup.sketch.minhash.minhash_values`).
 2. **Candidates**: every stored canonical article whose SimHash is within
-   ``similar_max_distance`` bits (exact block-split :class:`~neardup.index.hamming.HammingIndex`),
-   optionally restricted to articles dated within ``window_seconds`` of the new one; with
-   ``candidates="simhash+lsh"`` (the default whenever candidates are verified) also the
-   MinHash LSH candidates (:class:`~neardup.index.lsh.LSHIndex`, ``lsh_num_perm`` = 32
-   permutations of the same shingle set, bands tuned for ``lsh_threshold``, at least
-   ``lsh_min_score`` of the values equal; ``lsh_threshold`` is derived from ``verify``
-   unless given: 0.2 for the shingle rule, 0.1 for ``overlap``, whose misspelt copies have
-   shingle Jaccard near 0.1).  On a tuning benchmark SimHash within 7 bits reaches about
-   70 % of the duplicate pairs, SimHash + LSH at 0.2 98 %, at 0.1 99 %
-   (``benchmarks/bench_stream_overlap.py``, docs/stream.md).
-3. **Verify** (``verify="overlap"``, opt-in: the more accurate rule, duplicate F1 0.9877
-   against 0.922 on the perturbation benchmark and fewer different-story duplicates on real
-   Reuters, but not the default because of ingest throughput: 456 articles per CPU-second
-   towards 1 M on the replicated stream against 3,071; docs/stream.md): the shingle
-   numbers of ``verify="shingles"``
+   ``similar_max_distance`` bits (exact block-split :class:`~neardup.index.hamming.HammingIndex`;
+   derived unless given: 7 when SimHash is the only candidate source, seed 003's duplicate
+   distance 3 next to LSH, which finds the similar stories: on the perturbation benchmark
+   and on real Reuters the wider reach changes no decision of the word rule, and it costs
+   ingest time, docs/stream.md), optionally restricted to articles dated within
+   ``window_seconds`` of the new one; with ``candidates="simhash+lsh"`` (the default
+   whenever candidates are verified) also the MinHash LSH candidates
+   (:class:`~neardup.index.lsh.LSHIndex`, ``lsh_num_perm`` = 32 permutations of the same
+   shingle set, bands tuned for ``lsh_threshold``, at least ``lsh_min_score`` of the values
+   equal).  Both LSH settings are derived from ``verify`` unless given: ``lsh_threshold``
+   0.2 for the shingle rule, 0.1 for ``overlap``, whose misspelt copies have shingle
+   Jaccard near 0.1; ``lsh_min_score`` 2 of 32 for the shingle rule, 3 of 32 for
+   ``overlap`` (duplicate F1 0.9861 against 0.9877 with 2 of 32, for ingest throughput).
+   On a tuning benchmark SimHash within 7 bits reaches about 70 % of the duplicate pairs,
+   SimHash + LSH at 0.2 98 %, at 0.1 99 % (``benchmarks/bench_stream_overlap.py``,
+   docs/stream.md).
+3. **Verify** (``verify="overlap"``, the default: duplicate F1 0.9861 against 0.922 for
+   the shingle rule on the perturbation benchmark and fewer different-story duplicates on
+   real Reuters, at 2,122 articles per CPU-second over the replicated 1 M stream;
+   docs/stream.md): the shingle numbers of ``verify="shingles"``
    below, then, when both texts are stored and the shingle sets overlap by at least
    ``overlap_min_shingle_overlap``, the duplicate test is the directed word overlap of
    :mod:`neardup.similarity.overlap` (robust to spelling noise, site packaging peeled):
@@ -37,9 +42,10 @@ Pipeline for every ingested article (seed 002's candidate -> verify; seed 003's 
    minus templated items of another issuer or day (docs/stream.md, "Templated items").
    Similar and unrelated as for ``shingles``; without stored text the shingle rule
    decides.
-   ``verify="shingles"`` (default): exact Jaccard and *directed* containment of the
-   shingle sets: ``containment`` = the share of the new article's shingles found in the stored
-   one, ``coverage`` = the share of the stored article's shingles found in the new one.  A
+   ``verify="shingles"`` (the cheaper rule, the default before issue 7): exact Jaccard and
+   *directed* containment of the shingle sets: ``containment`` = the share of the new
+   article's shingles found in the stored one, ``coverage`` = the share of the stored
+   article's shingles found in the new one.  A
    candidate is a *duplicate* when ``containment >= duplicate_min_containment`` and
    ``coverage >= duplicate_min_coverage`` (the new article adds little to the stored one and is
    more than an excerpt of it: seed 000's "same article after some editing") and they share
@@ -170,6 +176,13 @@ _CHECKPOINT_VERSION = 1
 _OVERLAP_CACHE = 4096
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _NO_SEQS = np.zeros(0, dtype=np.int64)  # no LSH candidates
+# SimHash candidates' distance when SimHash is the only candidate source (seed 003's
+# "similar" reach on Reuters).
+_SIMHASH_ONLY_MAX_DISTANCE = 7
+# Share of equal MinHash values an LSH-only candidate needs: 2 of 32, 3 of 32 for the word
+# rule's one-row bands (docs/stream.md, "Throughput").
+_LSH_MIN_SCORE = 0.0625
+_OVERLAP_LSH_MIN_SCORE = 0.09375
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,8 +192,10 @@ class StreamConfig(Config):
     * ``candidates``: ``"simhash"`` (SimHash within ``similar_max_distance``) or
       ``"simhash+lsh"`` (plus MinHash LSH, ``lsh_num_perm`` permutations, bands tuned for
       ``lsh_threshold``); ``"auto"`` (default) resolves to ``"simhash+lsh"`` unless
-      ``verify="none"``, which keeps seed 003's SimHash-only mode.
-    * Word-overlap rule (``verify="overlap"``, opt-in): as below, but once the shingle
+      ``verify="none"``, which keeps seed 003's SimHash-only mode.  ``similar_max_distance``
+      is derived unless given: 7 for ``"simhash"``, ``duplicate_max_distance`` (3) next to
+      LSH (:attr:`candidate_max_distance`).
+    * Word-overlap rule (``verify="overlap"``, the default): as below, but once the shingle
       sets overlap by ``overlap_min_shingle_overlap`` and both texts are stored, duplicate
       when the word ``coverage >= overlap_min_coverage``, ``added <= overlap_max_added``,
       the corrected word ``overlap_sequence_width``-gram containment >=
@@ -216,12 +231,12 @@ class StreamConfig(Config):
     SCHEME = "stream"
 
     duplicate_max_distance: int = 3
-    similar_max_distance: int = 7
+    similar_max_distance: int | None = None
     candidates: str = "auto"
     lsh_num_perm: int = 32
     lsh_threshold: float | None = None
-    lsh_min_score: float = 0.0625
-    verify: str = "shingles"
+    lsh_min_score: float | None = None
+    verify: str = "overlap"
     duplicate_min_jaccard: float = 0.5
     duplicate_min_containment: float = 0.5
     duplicate_min_coverage: float = 0.5
@@ -253,18 +268,26 @@ class StreamConfig(Config):
 
     def __post_init__(self) -> None:
         check_int("duplicate_max_distance", self.duplicate_max_distance, low=0, high=63)
-        check_int(
-            "similar_max_distance",
-            self.similar_max_distance,
-            low=self.duplicate_max_distance,
-            high=63,
-        )
         check_choice("verify", self.verify, _VERIFY)
         check_choice("candidates", self.candidates, ("auto", *_CANDIDATES))
         if self.candidates == "auto":
             # MinHash LSH candidates need verification; seed 003's raw rule uses SimHash only.
             resolved = "simhash" if self.verify == "none" else "simhash+lsh"
             object.__setattr__(self, "candidates", resolved)
+        if self.similar_max_distance is None:
+            # Derived unless given: with LSH candidates the similar stories come from LSH,
+            # and SimHash only adds near-exact copies (seed 003's duplicate distance); alone,
+            # SimHash must reach the similar ones too (docs/stream.md, "Throughput").
+            derived = self.duplicate_max_distance
+            if self.candidates == "simhash":
+                derived = max(_SIMHASH_ONLY_MAX_DISTANCE, derived)
+            object.__setattr__(self, "similar_max_distance", derived)
+        check_int(
+            "similar_max_distance",
+            self.candidate_max_distance,
+            low=self.duplicate_max_distance,
+            high=63,
+        )
         check_int("lsh_num_perm", self.lsh_num_perm, low=8, high=1024)
         if self.lsh_threshold is None:
             # Derived unless given: the word-overlap rule was tuned with looser candidates.
@@ -277,7 +300,13 @@ class StreamConfig(Config):
             low_open=True,
             high_open=True,
         )
-        check_range("lsh_min_score", self.lsh_min_score, low=0.0, high=1.0)
+        if self.lsh_min_score is None:
+            # Derived unless given: the word rule's looser bands (one-row bands for 0.1) ask
+            # 3 of 32 values equal, which drops chance collisions at duplicate F1 0.9861
+            # against 0.9877 for 2 of 32, for 6 % more ingest throughput (docs/stream.md).
+            score = _OVERLAP_LSH_MIN_SCORE if self.verify == "overlap" else _LSH_MIN_SCORE
+            object.__setattr__(self, "lsh_min_score", score)
+        check_range("lsh_min_score", self.lsh_candidate_min_score, low=0.0, high=1.0)
         if self.candidates != "simhash" and self.verify == "none":
             raise ConfigError("candidates from MinHash LSH need verification (verify != 'none')")
         check_range("duplicate_min_jaccard", self.duplicate_min_jaccard, low=0.0, high=1.0)
@@ -327,6 +356,22 @@ class StreamConfig(Config):
             raise ConfigError("events must be an EventConfig")
         if self.events.max_distance > 63:
             raise ConfigError("events.max_distance must be < 64")
+
+    @property
+    def candidate_max_distance(self) -> int:
+        """``similar_max_distance`` as derived from ``candidates`` unless given (resolved at
+        construction)."""
+        if self.similar_max_distance is None:  # only before __post_init__ has run
+            raise ConfigError("similar_max_distance is not resolved yet")
+        return self.similar_max_distance
+
+    @property
+    def lsh_candidate_min_score(self) -> float:
+        """``lsh_min_score`` as derived from ``verify`` unless given (resolved at
+        construction)."""
+        if self.lsh_min_score is None:  # only before __post_init__ has run
+            raise ConfigError("lsh_min_score is not resolved yet")
+        return self.lsh_min_score
 
     @property
     def lsh_band_threshold(self) -> float:
@@ -653,7 +698,7 @@ class NewsStream:
         # A 256-row add buffer: every query scans the buffer by brute force, and at one add
         # per query a smaller buffer measured 4x faster queries (17 vs 65 us) for the same
         # add cost (bench_ingest.py, docs/stream.md).
-        return HammingIndex(max_distance=self.config.similar_max_distance, buffer_size=256)
+        return HammingIndex(max_distance=self.config.candidate_max_distance, buffer_size=256)
 
     def _new_lsh(self) -> LSHIndex | None:
         if self.config.candidates != "simhash+lsh":
@@ -1057,12 +1102,12 @@ class NewsStream:
         """
         cfg = self.config
         # The candidate seqs stay in numpy arrays until the facts screen has dropped most.
-        near, near_distance = self._index.query_key_array(fingerprint, cfg.similar_max_distance)
+        near, near_distance = self._index.query_key_array(fingerprint, cfg.candidate_max_distance)
         found_lsh = _NO_SEQS
         if self._lsh is not None and minhash is not None and len(minhash):
             # Bands of one row make any single equal MinHash value a candidate; asking for
             # lsh_min_score (2 of 32 values equal) drops most chance collisions.
-            found_lsh = self._lsh.query_key_array(minhash, min_score=cfg.lsh_min_score)
+            found_lsh = self._lsh.query_key_array(minhash, min_score=cfg.lsh_candidate_min_score)
         candidates = candidate_union(near, found_lsh, exclude)
         if not candidates.size:
             return [], {}

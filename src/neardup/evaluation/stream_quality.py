@@ -2,9 +2,9 @@
 
 Three measurements of :class:`neardup.api.NewsIndex` (SQLite store in a temporary
 directory), comparing the default :class:`~neardup.detect.stream.StreamConfig` (SimHash +
-MinHash LSH candidates, directed containment/coverage verification) with
-``StreamConfig(candidates="simhash")`` and seed 003's raw rule ``StreamConfig(verify="none")``
-(:func:`default_variants`):
+MinHash LSH candidates, the word-overlap rule ``verify="overlap"``) with the shingle rule
+``StreamConfig(verify="shingles")``, ``StreamConfig(candidates="simhash")`` and seed 003's
+raw rule ``StreamConfig(verify="none")`` (:func:`default_variants`):
 
 1. **Perturbation benchmark.**  :func:`neardup.evaluation.synth.synthesize` makes copies of
    the first Reuters articles with known edits, and same-topic negatives.  The stream ingests
@@ -318,7 +318,7 @@ class PairEvidence:
         check_choice("candidates", gate, _CANDIDATE_GATES)
         if gate == "all":
             return np.ones(self.distance.shape, dtype=np.bool_)
-        near = self.distance <= config.similar_max_distance
+        near = self.distance <= config.candidate_max_distance
         return near | self.lsh if gate == "simhash+lsh" else near
 
     def verified(
@@ -349,7 +349,7 @@ class PairEvidence:
         similar_min_overlap``); ``verify="none"`` seed 003's raw distances.  ``lcs`` needs the
         texts and is not modelled (:class:`~neardup.errors.ConfigError`)."""
         if config.verify == "none":
-            near = self.distance <= config.similar_max_distance
+            near = self.distance <= config.candidate_max_distance
             dup = self.distance <= config.duplicate_max_distance
             return np.where(dup, "duplicate", np.where(near, "similar", "none"))
         if config.verify != "shingles":
@@ -420,7 +420,7 @@ def pair_evidence(
         if position is not None and position.get(a, -1) > position.get(b, -1):
             a, b = b, a
         dist.append((fp[a] ^ fp[b]).bit_count())
-        lsh.append(_lsh_shared_band(mh[a], mh[b], bands, rows, config.lsh_min_score))
+        lsh.append(_lsh_shared_band(mh[a], mh[b], bands, rows, config.lsh_candidate_min_score))
         x, y = sh[a], sh[b]
         # Same arithmetic as NewsStream._verify (empty sets included).
         inter = int(np.intersect1d(x, y, assume_unique=True).size) if x.size and y.size else 0
@@ -773,12 +773,13 @@ def _losses(
 
 def default_variants() -> dict[str, StreamConfig]:
     """The configurations compared: the stream's defaults (SimHash + MinHash LSH
-    candidates, directed verification), the same rule with SimHash candidates only, and seed
-    003's raw SimHash rule (``verify="none"``)."""
+    candidates, the word-overlap rule), the shingle rule (the defaults before issue 7), the
+    defaults with SimHash candidates only, and seed 003's raw SimHash rule
+    (``verify="none"``)."""
     return {
         "default": StreamConfig(),
-        # The defaults before the word-overlap rule (docs/stream.md, issue 7).
-        "verify=overlap": StreamConfig(verify="overlap"),
+        # The cheaper shingle rule, the default before the word-overlap rule (docs/stream.md).
+        "verify=shingles": StreamConfig(verify="shingles"),
         "candidates=simhash": StreamConfig(candidates="simhash"),
         "verify=none": StreamConfig(verify="none"),
     }
@@ -824,7 +825,7 @@ def stream_quality(
             c.shingles.scheme_id,
             c.lsh_num_perm,
             c.lsh_band_threshold,
-            c.lsh_min_score,
+            c.lsh_candidate_min_score,
         )
         if key not in cache:
             cache[key] = pair_evidence(result.pairs, texts, c, position)
