@@ -302,8 +302,10 @@ class StreamConfig(Config):
         )
         if self.lsh_min_score is None:
             # Derived unless given: the word rule's looser bands (one-row bands for 0.1) ask
-            # 3 of 32 values equal, which drops chance collisions at duplicate F1 0.9861
-            # against 0.9877 for 2 of 32, for 6 % more ingest throughput (docs/stream.md).
+            # 3 of 32 values equal, which drops chance collisions: duplicate F1 0.9861
+            # against 0.9877 for 2 of 32, and 2,218 against 2,085 articles per CPU-second
+            # over the replicated 1 M; heavily misspelt copies lose most (docs/stream.md,
+            # "Candidate reach").
             score = _OVERLAP_LSH_MIN_SCORE if self.verify == "overlap" else _LSH_MIN_SCORE
             object.__setattr__(self, "lsh_min_score", score)
         check_range("lsh_min_score", self.lsh_candidate_min_score, low=0.0, high=1.0)
