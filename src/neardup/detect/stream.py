@@ -359,28 +359,29 @@ class StreamConfig(Config):
         if self.events.max_distance > 63:
             raise ConfigError("events.max_distance must be < 64")
 
+    def _resolved(self, name: str) -> float:
+        """The derived-unless-given field ``name`` (set by ``__post_init__``)."""
+        value = getattr(self, name)
+        if value is None:  # only before __post_init__ has run
+            raise ConfigError(f"{name} is not resolved yet")
+        return float(value)
+
     @property
     def candidate_max_distance(self) -> int:
         """``similar_max_distance`` as derived from ``candidates`` unless given (resolved at
         construction)."""
-        if self.similar_max_distance is None:  # only before __post_init__ has run
-            raise ConfigError("similar_max_distance is not resolved yet")
-        return self.similar_max_distance
+        return int(self._resolved("similar_max_distance"))
 
     @property
     def lsh_candidate_min_score(self) -> float:
         """``lsh_min_score`` as derived from ``verify`` unless given (resolved at
         construction)."""
-        if self.lsh_min_score is None:  # only before __post_init__ has run
-            raise ConfigError("lsh_min_score is not resolved yet")
-        return self.lsh_min_score
+        return self._resolved("lsh_min_score")
 
     @property
     def lsh_band_threshold(self) -> float:
         """``lsh_threshold`` as derived from ``verify`` unless given (resolved at construction)."""
-        if self.lsh_threshold is None:  # only before __post_init__ has run
-            raise ConfigError("lsh_threshold is not resolved yet")
-        return self.lsh_threshold
+        return self._resolved("lsh_threshold")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
