@@ -1,0 +1,246 @@
+"""The features of a pair of texts, from their profiles.
+
+For two texts A and B (:class:`~neardup.rule.profile.Profile`):
+
+* ``coverage_a``: the share of A's prose tokens found in B, a token being *found* when one
+  of the word shingles covering it is among B's shingles; ``coverage_b`` the same of B in
+  A.  Prose is what :mod:`neardup.rule.junk` does not mark as page furniture; a text that is
+  all furniture (a page of photo captions) is measured on all its tokens instead.
+  Directed coverages see what Jaccard cannot: a truncated reprint keeps most of itself in
+  the original (high coverage of the short text) while covering only part of it;
+* ``passage``: the longest run of found prose tokens outside quotation marks, measured in
+  both texts, the smaller of the two (furniture and quoted words are skipped, neither
+  counting nor breaking a run), i.e. how many words of running narrative the two share
+  at one place;
+* ``jaccard``: exact Jaccard of the two shingle sets (reported, and a bound the candidate
+  indexes estimate);
+* ``cosine``: the cosine of the two texts' content-word counts (same story?).
+
+:func:`pair_features` is exact and deterministic; O((m_a + m_b) log(m_a + m_b)) compiled
+(:mod:`neardup.rule._kernels`), tested equal to :func:`features_reference`.
+:func:`shared_passages` lists the shared passages as character spans in both texts (for
+explanations; it needs the profiles' token offsets).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from neardup.errors import InputError, SchemeMismatchError
+from neardup.rule.junk import FURNITURE, QUOTED
+from neardup.rule.profile import Profile
+
+__all__ = [
+    "Direction",
+    "Features",
+    "Passage",
+    "direction_reference",
+    "features_reference",
+    "pair_features",
+    "shared_passages",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Direction:
+    """How much of one text is found in the other (token counts)."""
+
+    found_prose: int
+    prose: int
+    found_tokens: int
+    tokens: int
+    passage: int
+
+    @property
+    def coverage(self) -> float:
+        """Found share of the prose (of every token when the text has no prose)."""
+        if self.prose:
+            return self.found_prose / self.prose
+        return self.found_tokens / self.tokens if self.tokens else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Features:
+    """The features of a pair (module docstring); ``a`` and ``b`` in the order given."""
+
+    a: Direction
+    b: Direction
+    shared_shingles: int
+    jaccard: float
+    cosine: float
+
+    @property
+    def coverage_a(self) -> float:
+        """Share of A's prose found in B."""
+        return self.a.coverage
+
+    @property
+    def coverage_b(self) -> float:
+        """Share of B's prose found in A."""
+        return self.b.coverage
+
+    @property
+    def passage(self) -> int:
+        """Longest run of shared narrative words (the smaller of the two texts' runs)."""
+        return min(self.a.passage, self.b.passage)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values, rounded to 6 decimals."""
+        return {
+            "coverage_a": round(self.coverage_a, 6),
+            "coverage_b": round(self.coverage_b, 6),
+            "passage": self.passage,
+            "jaccard": round(self.jaccard, 6),
+            "cosine": round(self.cosine, 6),
+            "shared_shingles": self.shared_shingles,
+            "prose_a": self.a.prose,
+            "prose_b": self.b.prose,
+            "tokens_a": self.a.tokens,
+            "tokens_b": self.b.tokens,
+        }
+
+
+def _check_pair(a: Profile, b: Profile) -> None:
+    if a.scheme_id != b.scheme_id:
+        raise SchemeMismatchError(
+            f"profiles of different schemes cannot be compared: {a.scheme_id} vs {b.scheme_id}"
+        )
+
+
+def pair_features(a: Profile, b: Profile, width: int) -> Features:
+    """The :class:`Features` of profiles ``a`` and ``b`` (shingle ``width``: the rule's)."""
+    from neardup.rule import _kernels
+
+    _check_pair(a, b)
+    da = Direction(*_kernels.direction(a.shingles, a.flags, b.shingle_set, width))
+    db = Direction(*_kernels.direction(b.shingles, b.flags, a.shingle_set, width))
+    shared = int(_kernels.merge_count_sorted(a.shingle_set, b.shingle_set))
+    union = a.shingle_set.shape[0] + b.shingle_set.shape[0] - shared
+    dot = int(_kernels.weighted_dot(a.terms, a.term_counts, b.terms, b.term_counts))
+    return Features(da, db, shared, shared / union if union else 1.0, _cosine(dot, a, b))
+
+
+def _cosine(dot: int, a: Profile, b: Profile) -> float:
+    # Integer counts: the dot product and squared norms are exact, so the cosine is the
+    # same correctly rounded float on every machine.
+    norms2 = a.term_norm2 * b.term_norm2
+    return min(1.0, dot / math.sqrt(norms2)) if norms2 else 0.0
+
+
+# --- pure-Python references (the oracles of the compiled features) ----------------------
+
+
+def direction_reference(x: Profile, y: Profile, width: int) -> Direction:
+    """:class:`Direction` of ``x`` in ``y`` by plain Python sets and loops."""
+    n = x.tokens
+    ys = set(y.shingles.tolist())
+    span = min(width, n)
+    found = [False] * n
+    for p, h in enumerate(x.shingles.tolist()):
+        if h in ys:
+            for t in range(p, min(p + span, n)):
+                found[t] = True
+    flags = x.flags.tolist()
+    prose = [not f & FURNITURE for f in flags]
+    run = best = 0
+    for t in range(n):
+        if not prose[t] or flags[t] & QUOTED:
+            continue
+        run = run + 1 if found[t] else 0
+        best = max(best, run)
+    return Direction(
+        sum(f and p for f, p in zip(found, prose, strict=True)), sum(prose), sum(found), n, best
+    )
+
+
+def features_reference(a: Profile, b: Profile, width: int) -> Features:
+    """:func:`pair_features` by plain Python (sets, dicts, loops)."""
+    _check_pair(a, b)
+    sa, sb = set(a.shingles.tolist()), set(b.shingles.tolist())
+    ta = dict(zip(a.terms.tolist(), a.term_counts.tolist(), strict=True))
+    tb = dict(zip(b.terms.tolist(), b.term_counts.tolist(), strict=True))
+    dot = sum(v * tb[k] for k, v in ta.items() if k in tb)
+    norms2 = sum(v * v for v in ta.values()) * sum(v * v for v in tb.values())
+    union = len(sa | sb)
+    return Features(
+        direction_reference(a, b, width),
+        direction_reference(b, a, width),
+        len(sa & sb),
+        len(sa & sb) / union if union else 1.0,
+        min(1.0, dot / math.sqrt(norms2)) if norms2 else 0.0,
+    )
+
+
+# --- shared passages as spans ------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Passage:
+    """A passage found in both texts: ``[a_start, a_end)`` of A and ``[b_start, b_end)`` of
+    B (character offsets) and its length in tokens (of A)."""
+
+    a_start: int
+    a_end: int
+    b_start: int
+    b_end: int
+    tokens: int
+
+    def to_dict(self) -> dict[str, int]:
+        """Plain values."""
+        return dataclasses.asdict(self)
+
+
+def _spans(p: Profile) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    if p.starts is None or p.ends is None:
+        raise InputError("shared passages need profiles made from the texts (with offsets)")
+    return p.starts, p.ends
+
+
+def shared_passages(a: Profile, b: Profile, width: int, min_tokens: int = 1) -> list[Passage]:
+    """Passages of at least ``min_tokens`` tokens found in both texts, in A's order.
+
+    Greedy seed-and-extend on equal shingles: each shingle of A not yet in a passage is
+    paired with the first occurrence in B of the same shingle after the previous passage's
+    end in B (else the first occurrence anywhere), and the pair is extended while the next
+    shingles are equal.  Deterministic; O(m_a + m_b) after one dictionary of B.
+    """
+    _check_pair(a, b)
+    a_starts, a_ends = _spans(a)
+    b_starts, b_ends = _spans(b)
+    ha, hb = a.shingles.tolist(), b.shingles.tolist()
+    where: dict[int, list[int]] = {}
+    for q, h in enumerate(hb):
+        where.setdefault(h, []).append(q)
+    span_a, span_b = min(width, a.tokens), min(width, b.tokens)
+    out: list[Passage] = []
+    p, after = 0, 0
+    while p < len(ha):
+        found = where.get(ha[p])
+        if not found:
+            p += 1
+            continue
+        q = next((x for x in found if x >= after), found[0])
+        k = 1
+        while p + k < len(ha) and q + k < len(hb) and ha[p + k] == hb[q + k]:
+            k += 1
+        a_last = min(p + k - 1 + span_a, a.tokens) - 1
+        b_last = min(q + k - 1 + span_b, b.tokens) - 1
+        tokens = a_last - p + 1
+        if tokens >= min_tokens:
+            out.append(
+                Passage(
+                    int(a_starts[p]),
+                    int(a_ends[a_last]),
+                    int(b_starts[q]),
+                    int(b_ends[b_last]),
+                    tokens,
+                )
+            )
+        after = q + k
+        p += k
+    return out
