@@ -7,7 +7,7 @@ partial | similar | unrelated`` with a score, the clauses that held or failed an
 
 from neardup.rule.features import Features, Passage, pair_features, shared_passages
 from neardup.rule.profile import Profile, RuleConfig, profile
-from neardup.rule.verdict import VERDICTS, Clause, Verdict, decide, judge
+from neardup.rule.verdict import VERDICTS, Clause, Verdict, clauses_of, decide, judge, label_of
 
 __all__ = [
     "VERDICTS",
@@ -17,8 +17,10 @@ __all__ = [
     "Profile",
     "RuleConfig",
     "Verdict",
+    "clauses_of",
     "decide",
     "judge",
+    "label_of",
     "pair_features",
     "profile",
     "shared_passages",

@@ -40,7 +40,7 @@ from neardup.errors import ConfigError, InputTypeError
 from neardup.rule.features import Features, Passage, pair_features, shared_passages
 from neardup.rule.profile import Profile, RuleConfig, profile
 
-__all__ = ["VERDICTS", "Clause", "Verdict", "decide", "judge"]
+__all__ = ["VERDICTS", "Clause", "Verdict", "clauses_of", "decide", "judge", "label_of"]
 
 VERDICTS = ("duplicate", "partial", "similar", "unrelated")
 
@@ -102,26 +102,43 @@ class Verdict:
         return out
 
 
-def decide(features: Features, config: RuleConfig) -> tuple[str, float, tuple[Clause, ...]]:
-    """``(label, score, clauses)`` of the rule for ``features`` (the rule itself)."""
-    high = max(features.coverage_a, features.coverage_b)
-    low = min(features.coverage_a, features.coverage_b)
-    clauses = (
-        Clause("coverage", high, config.duplicate_min_coverage),
-        Clause("coverage_other", low, config.duplicate_min_coverage_other),
-        Clause("passage", float(features.passage), float(config.partial_min_passage)),
-        Clause("cosine", features.cosine, config.similar_min_cosine),
+def clauses_of(
+    config: RuleConfig, coverage_a: float, coverage_b: float, passage: float, cosine: float
+) -> tuple[Clause, Clause, Clause, Clause]:
+    """The rule's four clauses for these feature values (exact or estimated)."""
+    return (
+        Clause("coverage", max(coverage_a, coverage_b), config.duplicate_min_coverage),
+        Clause("coverage_other", min(coverage_a, coverage_b), config.duplicate_min_coverage_other),
+        Clause("passage", float(passage), float(config.partial_min_passage)),
+        Clause("cosine", cosine, config.similar_min_cosine),
     )
+
+
+def label_of(clauses: tuple[Clause, Clause, Clause, Clause]) -> str:
+    """The verdict label the clauses give (the rule's order: duplicate, partial, similar)."""
     coverage, coverage_other, passage, cosine = clauses
     if coverage.held and coverage_other.held:
-        label = "duplicate"
-    elif passage.held:
-        label = "partial"
-    elif cosine.held:
-        label = "similar"
+        return "duplicate"
+    if passage.held:
+        return "partial"
+    return "similar" if cosine.held else "unrelated"
+
+
+def decide(features: Features, config: RuleConfig) -> tuple[str, float, tuple[Clause, ...]]:
+    """``(label, score, clauses)`` of the rule for ``features`` (the rule itself).
+
+    Detectors that only *estimate* the features from a sketch (result-set dedup) call
+    :func:`clauses_of` and :func:`label_of` with their estimates, so the arithmetic of the
+    rule stays here.
+    """
+    clauses = clauses_of(
+        config, features.coverage_a, features.coverage_b, features.passage, features.cosine
+    )
+    label = label_of(clauses)
+    if label in ("duplicate", "partial"):
+        score = (features.coverage_a + features.coverage_b) / 2
     else:
-        label = "unrelated"
-    score = (high + low) / 2 if label in ("duplicate", "partial") else features.cosine
+        score = features.cosine
     return label, score, clauses
 
 
