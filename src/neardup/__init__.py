@@ -64,6 +64,10 @@ _EXPORTS: dict[str, str] = {
     "containment": "neardup.similarity",
     "jaccard": "neardup.similarity",
     "longest_common_substring": "neardup.similarity",
+    # the judgement
+    "RuleConfig": "neardup.rule",
+    "Verdict": "neardup.rule",
+    "judge": "neardup.rule",
     # indexes
     "HammingIndex": "neardup.index",
     "HammingIndexConfig": "neardup.index",
@@ -116,6 +120,7 @@ __all__ = [
     "OriginDetector",
     "OriginReport",
     "ResultSetDeduper",
+    "RuleConfig",
     "SchemeMismatchError",
     "Segment",
     "SentenceSketchConfig",
@@ -127,6 +132,7 @@ __all__ = [
     "StoreError",
     "StreamConfig",
     "TextConfig",
+    "Verdict",
     "__version__",
     "align_passages",
     "bottomk_jaccard",
@@ -137,6 +143,7 @@ __all__ = [
     "estimate_jaccard",
     "hamming_distance",
     "jaccard",
+    "judge",
     "longest_common_substring",
     "sentence_spans",
     "sign",
@@ -180,6 +187,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from neardup.index import HammingIndex, HammingIndexConfig, LSHIndex, LSHIndexConfig
     from neardup.records import Article
+    from neardup.rule import RuleConfig, Verdict, judge
     from neardup.similarity import (
         AlignedPassage,
         AlignmentConfig,

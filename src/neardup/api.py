@@ -30,6 +30,7 @@ from neardup.detect.events import EventReport
 from neardup.detect.stream import Decision, Match, NewsStream, StreamConfig
 from neardup.errors import NearDupError
 from neardup.records import Article, parse_date
+from neardup.rule import Verdict
 from neardup.store import EventRow, open_store
 from neardup.store.sqlite import parse_sqlite_url
 
@@ -123,8 +124,9 @@ class NewsIndex:
         since: str | dt.datetime | None = None,
         until: str | dt.datetime | None = None,
     ) -> list[Match]:
-        """Stored stories similar to ``article_id``, best first, optionally within a date
-        range ``[since, until)`` (e.g. the last 30 days)."""
+        """Stored articles related to ``article_id``, best first, each with the rule's verdict
+        (``duplicate``, ``partial`` or ``similar``), optionally within a date range
+        ``[since, until)`` (e.g. the last 30 days)."""
         with self._lock:
             return self._stream.similar(
                 article_id, limit, since_us=_to_us(since, "since"), until_us=_to_us(until, "until")
@@ -139,6 +141,17 @@ class NewsIndex:
         """The current original of the article's duplicate group."""
         with self._lock:
             return self._stream.original_of(article_id)
+
+    def duplicates(self, article_id: str) -> list[str]:
+        """The other articles of its duplicate group, original first."""
+        with self._lock:
+            return self._stream.duplicates(article_id)
+
+    def explain(self, a_id: str, b_id: str) -> Verdict:
+        """Why two stored articles get their verdict: the rule's clauses with their margins
+        and the shared passages as character spans of both texts."""
+        with self._lock:
+            return self._stream.explain(a_id, b_id)
 
     def events(
         self, since: str | dt.datetime | None = None, until: str | dt.datetime | None = None

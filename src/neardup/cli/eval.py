@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 import click
 
-from neardup.errors import ConfigError, InputError, StoreError
+from neardup.errors import ConfigError, StoreError
 
 __all__ = ["eval_group", "synth"]
 
@@ -435,36 +435,3 @@ def alignment_cmd(
             f" {pan} {ms}"
         )
     _emit({"method": method, "split": split, "categories": plain}, as_json, "\n".join(lines))
-
-
-@eval_group.command("stream")
-@_data_option(
-    "The shared data folder (Reuters is read from reuters21578/).", default=Path("../shared/data")
-)
-@click.option("--max-originals", default=1000, show_default=True, type=int)
-@click.option("--seed", default=0, show_default=True, type=int)
-@_plots_option("Write stream_thresholds.png here.")
-@_json_option("Print all figures as one JSON object.")
-def stream_cmd(
-    data_dir: Path, max_originals: int, seed: int, plots_dir: Path | None, as_json: bool
-) -> None:
-    """The news stream's decisions on the Reuters perturbation benchmark (issue 3 quality)."""
-    from neardup.evaluation.stream_quality import (
-        StreamQualityConfig,
-        render_markdown,
-        stream_quality,
-    )
-
-    reuters = data_dir / "reuters21578" / "docs.jsonl.gz"
-    groups = data_dir / "reuters21578" / "labels_derived_exact_dups.jsonl.gz"
-    if not reuters.exists():
-        raise InputError(f"Reuters data not found: {reuters} (use --data)")
-    if plots_dir is not None:
-        plots_dir.mkdir(parents=True, exist_ok=True)
-    result = stream_quality(
-        reuters,
-        plots_dir,
-        StreamQualityConfig(max_originals=max_originals, seed=seed),
-        groups_path=groups if groups.exists() else None,
-    )
-    _emit(result, as_json, "\n".join(render_markdown(result)))

@@ -89,23 +89,6 @@ def _parse(line_no: int, raw: bytes) -> dict[str, Any] | InputError | None:
     help="Articles per committed transaction.",
 )
 @click.option(
-    "--verify",
-    type=click.Choice(["none", "shingles", "lcs", "overlap"]),
-    default="overlap",
-    show_default=True,
-    help="Verification of candidates (overlap: word overlap robust to spelling noise with a "
-    "names/figures test, the default, duplicate F1 0.986 on the Reuters benchmark; "
-    "shingles: directed shingle overlap, F1 0.922 at a higher ingest rate, docs/stream.md; "
-    "lcs: shingles plus a common substring; none: seed 003's SimHash distance rule).",
-)
-@click.option(
-    "--candidates",
-    type=click.Choice(["auto", "simhash", "simhash+lsh"]),
-    default="auto",
-    show_default=True,
-    help="Candidate sources (auto: simhash+lsh, or simhash with --verify none).",
-)
-@click.option(
     "--window-days",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
@@ -122,8 +105,6 @@ def ingest(
     store: str,
     on_error: str,
     batch_size: int,
-    verify: str,
-    candidates: str,
     window_days: float | None,
     evidence: bool,
     progress: bool | None,
@@ -135,8 +116,6 @@ def ingest(
     from neardup.detect.stream import Decision, StreamConfig
 
     config = StreamConfig(
-        verify=verify,
-        candidates=candidates,
         window_seconds=None if window_days is None else window_days * 86_400.0,
     )
     show = sys.stderr.isatty() if progress is None else progress
@@ -191,11 +170,12 @@ def ingest(
         if stop_error is None:
             flush()
         elapsed = time.perf_counter() - started
-    total = sum(counts[s] for s in ("new", "duplicate", "similar", "replayed"))
+    total = sum(counts[s] for s in ("new", "duplicate", "partial", "similar", "replayed"))
     rate = total / elapsed if elapsed > 0 else 0.0
     click.echo(
         f"neardup ingest: {total} articles in {elapsed:.1f} s ({rate:,.0f}/s): "
-        f"{counts['new']} new, {counts['duplicate']} duplicate, {counts['similar']} similar, "
+        f"{counts['new']} new, {counts['duplicate']} duplicate, {counts['partial']} partial, "
+        f"{counts['similar']} similar, "
         f"{counts['replayed']} already stored, {counts['in_event']} in events; "
         f"{errors} skipped with errors",
         err=True,

@@ -15,9 +15,8 @@ name           score
 ``simhash``    ``1 - hamming / bits`` of the SimHash fingerprints (Charikar 2002; seed 003)
 ``containment``the larger containment of the two word-shingle sets (Broder 1997): partial
                copies (a quotation, a truncated copy) score high
-``overlap``    the stream's duplicate rule as one score (:func:`overlap_score`): directed word
-               overlap robust to spelling noise (``neardup.similarity.overlap``), the first
-               text of a pair taken as the stored (earlier) one; 0.5 is the rule's boundary
+``rule``       the near-duplicate rule's duplicate verdict as one score (:func:`rule_score`):
+               both coverages of the prose (:mod:`neardup.rule`); 0.5 is the rule's boundary
 ``<m>+lcs``    verification (seed 002): :func:`lcs_ratio` of the two texts (longest common
                run of tokens / token length of the longer text) when method ``<m>`` scores at least
                its default threshold (the candidate cut), else 0
@@ -58,14 +57,14 @@ __all__ = [
     "lcs_ratio",
     "lcs_ratio_tokens",
     "lcs_tokens",
-    "overlap_score",
+    "rule_score",
     "score_many",
     "score_pairs",
 ]
 
 BASE_METHODS = ("sentences", "shingles", "spotsigs", "minhash", "simhash")
 # Other neardup scorers, evaluated but not signature schemes of their own.
-EXTRA_METHODS = ("containment", "overlap")
+EXTRA_METHODS = ("containment", "rule")
 EXTERNAL_METHODS = ("datasketch", "datasketch-lsh", "rensa", "simhash-pkg")
 
 
@@ -150,40 +149,34 @@ def _containment() -> Method | None:
     )
 
 
-def overlap_score(stored: Any, new: Any, config: Any = None) -> float:
-    """One score for the stream's word-overlap duplicate rule, so thresholds can be swept.
+def rule_score(a: Any, b: Any, config: Any = None) -> float:
+    """One score for the rule's duplicate verdict (:mod:`neardup.rule`), so thresholds can be
+    swept: with ``hi`` / ``lo`` the larger / smaller of the two coverages and ``t`` / ``u`` the
+    rule's ``duplicate_min_coverage`` / ``duplicate_min_coverage_other``::
 
-    With ``c`` = coverage (share of the stored text's words the new one keeps), ``a`` =
-    added (share of the new text not in the stored one) and ``q`` = sequence containment
-    (``neardup.similarity.overlap``)::
+        score = clip(0.5 * min(hi / t, lo / u), 0, 1)
 
-        score = clip(min(c, 2.5 * (1 - a) - 1.5, q), 0, 1)
-
-    Each term equals 0.5 exactly at its default boundary (``c = 0.5``, ``a = 0.2``,
-    ``q = 0.5``), so ``score >= 0.5`` is the stream's rule (``StreamConfig`` defaults, without
-    its floor of 20 matched words) and a higher threshold tightens all three together.
-    ``stored`` and ``new`` are prepared texts (``overlap.prepare``).  Directed: the first
-    text of a pair is the stored (earlier) one.
+    so ``score >= 0.5`` is exactly the rule's ``duplicate`` and a higher threshold tightens
+    both clauses together.  ``a`` and ``b`` are profiles (:func:`neardup.rule.profile`).
     """
-    from neardup.similarity.overlap import overlap_prepared, sequence_containment
+    from neardup.rule import RuleConfig, pair_features
 
-    o = overlap_prepared(stored, new, config)
-    q = sequence_containment(stored, new, 3, config)
-    score = min(o.coverage, 2.5 * (1.0 - o.added) - 1.5, q)
-    return float(min(1.0, max(0.0, score)))
+    cfg = config or RuleConfig()
+    f = pair_features(a, b, cfg.width)
+    hi, lo = max(f.coverage_a, f.coverage_b), min(f.coverage_a, f.coverage_b)
+    t, u = cfg.duplicate_min_coverage or 1.0, cfg.duplicate_min_coverage_other or 1.0
+    return float(min(1.0, max(0.0, 0.5 * min(hi / t, lo / u))))
 
 
-def _overlap() -> Method | None:
-    try:
-        from neardup.similarity.overlap import prepare
-    except ImportError:  # pragma: no cover - part of this version
-        return None
+def _rule() -> Method | None:
+    from neardup.rule import profile
+
     return Method(
-        "overlap",
-        lambda text: prepare(text),
-        overlap_score,
+        "rule",
+        lambda text: profile(text),
+        rule_score,
         0.5,
-        "directed word overlap robust to spelling noise (the stream's duplicate rule)",
+        "the near-duplicate rule's duplicate verdict (both coverages of the prose)",
     )
 
 
@@ -378,7 +371,7 @@ _BUILDERS: dict[str, Callable[[], Method | None]] = {
     "shingles": lambda: _set_jaccard("shingles", 0.5, "exact Jaccard of word-shingle sets"),
     "spotsigs": lambda: _set_jaccard("spotsigs", 0.5, "exact Jaccard of SpotSigs sets"),
     "containment": _containment,
-    "overlap": _overlap,
+    "rule": _rule,
     "minhash": _minhash,
     "simhash": _simhash,
     "datasketch": _datasketch,

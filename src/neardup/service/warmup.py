@@ -81,25 +81,14 @@ def _warm_stream() -> None:
         plain(scratch.similar("w0", 10))
         plain(scratch.events())
     dedup_result_set([sign(t, "sentences") for t in texts], 0.5)
-    _warm_word_test(texts)
+    _warm_rule(texts)
 
 
-def _warm_word_test(texts: list[str]) -> None:
-    # The compiled word test of verify="overlap" (loaded from numba's cache on first use).
-    from neardup.similarity.overlap import OverlapConfig
-    from neardup.similarity.wordarrays import word_arrays, word_test_arrays, word_test_params
+def _warm_rule(texts: list[str]) -> None:
+    # The compiled pair features of the judgement (loaded from numba's cache on first use).
+    from neardup.rule import judge
 
-    stored, new = word_arrays(texts[0]), word_arrays(texts[1])
-    if stored is not None and new is not None:
-        params = word_test_params(
-            OverlapConfig(),
-            decide=(0.5, 0.2),
-            min_matched=20,
-            jaccard_ok=False,
-            width=3,
-            min_sequence=0.5,
-        )
-        word_test_arrays(stored, new, params)
+    judge(texts[0], texts[1], explain=True)
 
 
 def warm_up() -> float:

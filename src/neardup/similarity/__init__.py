@@ -8,10 +8,8 @@
 * :mod:`neardup.similarity.alignment`: :func:`align_passages`, the passages of a suspicious
   text aligned with a source text as character spans on both sides (seed-and-extend text
   alignment of Sanchez-Perez, Sidorov & Gelbukh, PAN 2014), with :class:`AlignmentConfig`.
-* :mod:`neardup.similarity.overlap`: :func:`overlap`, directed word overlap robust to
-  spelling noise (coverage of the stored text, share added by the new one; seed 000).
-* :mod:`neardup.similarity.wordarrays`: the same word test compiled over word arrays of
-  ASCII texts (equal results; the stream's fast path).
+
+The near-duplicate *judgement* built on such measures is :mod:`neardup.rule`.
 
 See ``docs/similarity.md``.
 """
@@ -29,7 +27,6 @@ from neardup.similarity.alignment import (
     prepare_text,
     unit_pairs,
 )
-from neardup.similarity.overlap import Overlap, OverlapConfig, overlap
 from neardup.similarity.sets import (
     as_sorted_set,
     bottomk_at_least,
@@ -44,8 +41,6 @@ __all__ = [
     "AlignedPassage",
     "AlignmentConfig",
     "CommonSubstring",
-    "Overlap",
-    "OverlapConfig",
     "PreparedText",
     "UnitPairs",
     "align_pair",
@@ -58,7 +53,6 @@ __all__ = [
     "jaccard",
     "longest_common_substring",
     "need_table",
-    "overlap",
     "prepare_text",
     "unit_pairs",
 ]

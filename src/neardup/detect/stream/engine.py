@@ -1,0 +1,558 @@
+"""The news stream: ingest-time dedup, partial copies, similar news and breaking events.
+
+For every ingested article (seed 002's candidates -> verification; seed 003's stream):
+
+1. **Profile** the text once (:func:`neardup.rule.profile`) and fingerprint it: the winnowed
+   hashes of its prose shingles (:func:`~neardup.detect.stream.candidates.
+   passage_fingerprints`) and its 64-bit SimHash (seed 003).
+2. **Candidates**: stored articles sharing a passage fingerprint, and those within
+   ``similar_max_distance`` SimHash bits (:mod:`neardup.detect.stream.candidates`), best
+   first, at most ``max_verified``, optionally only those dated within ``window_seconds``.
+3. **Judge** each candidate with the one rule (:func:`neardup.rule.decide`): ``duplicate``,
+   ``partial``, ``similar`` or ``unrelated`` (dropped).
+4. **Decide**: the status is the strongest verdict (``duplicate`` > ``partial`` >
+   ``similar`` > ``new``).
+
+Duplicate groups.  Every stored article, originals and duplicates alike, is a candidate, so
+a new article can match any member of a group.  Its group's *original* is the earliest
+article by ``date`` (undated after dated, ties by id) among the originals of every group it
+duplicates and itself:
+
+* when one of those originals is earliest, the decision is ``duplicate`` of it; the other
+  groups the article bridges are *merged* into it (``Decision.merged``): their members and
+  originals now point at it in the store;
+* when the new article is earliest, it *takes over*: its decision is ``new`` with
+  ``took_over`` listing every member of the groups, which now point at it.
+
+The store's ``original`` column is always current; a decision records what was decided at
+ingest.  Groups live in the store only, so they are the same after a restart, on SQLite and
+PostgreSQL, and for processes sharing a store.
+
+Idempotence: re-ingesting an id with the same text returns the stored decision unchanged
+(``replayed=True``); different text under a known id raises
+:class:`~neardup.errors.ConflictError`.
+
+Guarantees: decisions are deterministic for a given ingest order (exact indexes; every tie
+broken by id).  Each batch is decided inside :meth:`Store.write` after replaying the store's
+log, so processes sharing a store decide as one would.  The candidate search is the only
+approximation (``max_verified`` candidates, fingerprints held by more than
+``max_postings`` articles skipped); docs/evaluation.md measures what it loses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from neardup.config import check_int
+from neardup.detect.events import EventReport, build_report
+from neardup.detect.stream.candidates import Candidate, passage_fingerprints
+from neardup.detect.stream.config import StreamConfig
+from neardup.detect.stream.records import Decision, Match
+from neardup.detect.stream.state import StreamState
+from neardup.errors import (
+    ConflictError,
+    InputError,
+    InputTooLargeError,
+    InputTypeError,
+    NearDupError,
+    NotFoundError,
+    SchemeMismatchError,
+    StoreError,
+)
+from neardup.records import Article
+from neardup.rule import Profile, Verdict, decide, judge, pair_features, profile
+from neardup.sketch.simhash import sign_simhash
+from neardup.store import ArticleRow, EventRow, Store
+
+__all__ = ["NewsStream", "text_hash"]
+
+_US = 1_000_000
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_RANK = {"duplicate": 0, "partial": 1, "similar": 2}
+# Stored articles' profiles kept in memory (LRU, by seq): on the replicated Reuters stream a
+# copy meets its original about 20,000 articles later; a miss costs a store read.
+_PROFILE_CACHE = 65_536
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Prepared:
+    """An article validated and profiled outside the write transaction."""
+
+    article: Article
+    text_hash: str
+    date_us: int | None
+    fingerprint: int
+    profile: Profile
+    passages: npt.NDArray[np.uint64]
+
+
+def _date_us(article: Article) -> int | None:
+    if article.date is None:
+        return None
+    delta = article.date - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * _US + delta.microseconds
+
+
+def text_hash(text: str) -> str:
+    """The stored text hash (xxh3-128 of the UTF-8 text, hex)."""
+    return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
+
+
+def _order_key(date_us: int | None, article_id: str) -> tuple[bool, int, str]:
+    # Earliest first; undated after dated; ties by id.
+    return (date_us is None, date_us or 0, article_id)
+
+
+class NewsStream:
+    """Ingest-time dedup, partial copies, similar news and breaking events over a store.
+
+    Not thread-safe by itself (the API object serialises calls).  ``checkpoint_path``: where
+    the in-memory indexes are checkpointed (``None``: never; rebuilt from the store's log at
+    start); ``checkpoint_every``: articles between automatic checkpoints.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        config: StreamConfig | None = None,
+        *,
+        checkpoint_path: str | os.PathLike[str] | None = None,
+        checkpoint_every: int = 200_000,
+    ) -> None:
+        self.store = store
+        self.config = config or StreamConfig()
+        check_int("checkpoint_every", checkpoint_every, low=1)
+        self.checkpoint_path = None if checkpoint_path is None else Path(checkpoint_path)
+        self.checkpoint_every = checkpoint_every
+        self._schemes = json.dumps(
+            {"simhash": self.config.simhash.scheme_id, "profile": self.config.rule.profile_id},
+            sort_keys=True,
+        )
+        self._init_meta()
+        self._profiles: OrderedDict[int, Profile] = OrderedDict()
+        self._since_checkpoint = 0
+        self.stats: dict[str, Any] = {"restored_from_checkpoint": 0, "replayed_log_entries": 0}
+        self._state = StreamState(self.config)
+        self._load()
+
+    # --- setup and state ------------------------------------------------------------------
+    def _init_meta(self) -> None:
+        with self.store.write():
+            found = self.store.meta_get("signature_schemes")
+            if found is None:
+                self.store.meta_set("signature_schemes", self._schemes)
+            elif found != self._schemes:
+                raise SchemeMismatchError(
+                    f"store {self.store.url!r} holds articles profiled as {found}, this stream "
+                    f"makes {self._schemes}; open it with the config it was created with"
+                )
+            uid = self.store.meta_get("store_uuid")
+            if uid is None:
+                uid = uuid.uuid4().hex  # an identity, not a stage output
+                self.store.meta_set("store_uuid", uid)
+            self._uuid = uid
+
+    def _identity(self) -> dict[str, Any]:
+        return self._state.identity(self._uuid, self._schemes)
+
+    def _load(self) -> None:
+        """Checkpoint (when valid) plus the log entries after it; else the whole log."""
+        self._profiles.clear()  # a rolled-back batch may give its seqs to other articles
+        self._state = StreamState(self.config)
+        if self.checkpoint_path is not None and self.checkpoint_path.exists():
+            try:
+                self._state.restore(self.checkpoint_path, self._identity(), self.store.last_log_seq)
+                self.stats["restored_from_checkpoint"] = 1
+            except (StoreError, OSError, ValueError, KeyError) as exc:
+                # A stale or damaged checkpoint is only a lost speed-up: rebuild from the log.
+                self.stats["checkpoint_error"] = str(exc)
+                self._state = StreamState(self.config)
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        self.stats["replayed_log_entries"] += self._state.catch_up(self.store)
+
+    def checkpoint(self) -> Path | None:
+        """Write the in-memory indexes to ``checkpoint_path`` (atomic replace); return it."""
+        if self.checkpoint_path is None:
+            return None
+        self._state.save(self.checkpoint_path, self._identity())
+        self._since_checkpoint = 0
+        return self.checkpoint_path
+
+    def consistency_errors(self) -> list[str]:
+        """Differences between the live in-memory state and a rebuild from the store's log
+        (empty when they agree; ``tests/test_durability.py`` checks this after ``kill -9``)."""
+        fresh = StreamState(self.config)
+        fresh.catch_up(self.store)
+        errors: list[str] = []
+        (live_fps, live_keys), live_events = self._state.snapshot()
+        (fresh_fps, fresh_keys), fresh_events = fresh.snapshot()
+        if live_fps != fresh_fps:
+            errors.append(
+                f"fingerprint index differs: {len(live_fps)} live vs {len(fresh_fps)} rebuilt"
+            )
+        if live_keys != fresh_keys:
+            errors.append(
+                f"passage index differs: {len(live_keys)} live vs {len(fresh_keys)} rebuilt"
+            )
+        if live_events != fresh_events:
+            errors.append("event window differs from the store")
+        stored = {a.seq for a in self.store.iter_articles()}
+        if stored != set(fresh_keys):
+            errors.append(
+                f"log replay gives {len(fresh_keys)} indexed articles but the store has "
+                f"{len(stored)}"
+            )
+        return errors
+
+    # --- ingest ---------------------------------------------------------------------------
+    def prepare(self, article: Article | Mapping[str, Any]) -> _Prepared:
+        """Validate and profile one article (no store access).  ``InputError`` when bad."""
+        if isinstance(article, Mapping):
+            article = Article.from_mapping(article)
+        elif not isinstance(article, Article):
+            raise InputTypeError(
+                f"an article must be an Article or a mapping, got {type(article).__name__}"
+            )
+        text = article.text
+        if len(text) > self.config.max_text_chars:
+            raise InputTooLargeError(
+                f"article {article.id!r}: text has {len(text)} characters, over the "
+                f"max_text_chars limit of {self.config.max_text_chars}"
+            )
+        if not text.strip():
+            raise InputError(f"article {article.id!r} has empty text")
+        prof = profile(text, self.config.rule)
+        if not prof.tokens:
+            raise InputError(f"article {article.id!r} has no words to compare")
+        simhash = sign_simhash(text, self.config.simhash)
+        fingerprint = int(simhash.values[0]) if len(simhash) else 0
+        passages = passage_fingerprints(prof, self.config.candidates.passage_window)
+        return _Prepared(article, text_hash(text), _date_us(article), fingerprint, prof, passages)
+
+    def ingest(self, article: Article | Mapping[str, Any]) -> Decision:
+        """Decide and store one article (durable when this returns).  Raises on bad input."""
+        result = self.ingest_many([article])[0]
+        if isinstance(result, NearDupError):
+            raise result
+        return result
+
+    def ingest_many(
+        self, articles: Iterable[Article | Mapping[str, Any]]
+    ) -> list[Decision | NearDupError]:
+        """Decide and store articles in one transaction, in order.
+
+        Per-article errors (``InputError`` and subclasses, ``ConflictError``) are returned in
+        place of the decision and that article is not stored; the others are.  Store errors
+        roll the whole batch back and raise (nothing of the batch is acknowledged).
+        """
+        prepared: list[_Prepared | NearDupError] = []
+        for article in articles:
+            try:
+                prepared.append(self.prepare(article))
+            except (InputError, ConflictError) as exc:
+                prepared.append(exc)
+        results: list[Decision | NearDupError] = []
+        try:
+            with self.store.write():
+                self._catch_up()
+                for item in prepared:
+                    if isinstance(item, NearDupError):
+                        results.append(item)
+                        continue
+                    try:
+                        results.append(self._ingest_one(item))
+                    except ConflictError as exc:
+                        results.append(exc)
+        except BaseException:
+            # The store rolled back: the in-memory indexes may hold uncommitted work.
+            self._load()
+            raise
+        self._since_checkpoint += len(prepared)
+        if self.checkpoint_path is not None and self._since_checkpoint >= self.checkpoint_every:
+            self.checkpoint()
+        return results
+
+    def _ingest_one(self, p: _Prepared) -> Decision:
+        cfg = self.config
+        art = p.article
+        existing = self.store.get(art.id)
+        if existing is not None:
+            if existing.text_hash != p.text_hash:
+                raise ConflictError(f"article {art.id!r} was already ingested with different text")
+            return Decision.from_json(existing.decision, replayed=True)
+        matches, rows = self._judge(p.profile, p.passages, p.fingerprint, p.date_us, exclude=-1)
+        groups = self._groups_of([rows[m.id] for m in matches if m.verdict == "duplicate"])
+        status, original = "new", None
+        took_over: tuple[str, ...] = ()
+        merged: tuple[str, ...] = ()
+        linked = sorted({g.event for g in groups if g.event})
+        if groups:
+            earliest = groups[0]
+            if _order_key(p.date_us, art.id) < _order_key(earliest.date_us, earliest.id):
+                took_over = self._regroup(groups, art.id)
+            else:
+                status, original = "duplicate", earliest.id
+                merged = tuple(g.id for g in groups[1:])
+        elif matches:
+            status = matches[0].verdict
+        similar = tuple(m for m in matches if m.verdict != "duplicate")[: cfg.similar_limit]
+        outcome = self._state.events.decide(art.id, p.date_us, p.fingerprint, linked)
+        decision = Decision(
+            id=art.id,
+            status=status,
+            duplicate_of=original,
+            similar=similar,
+            matches=tuple(matches[: cfg.similar_limit + 1]),
+            event=outcome.event,
+            took_over=took_over,
+            merged=merged,
+        )
+        if merged:
+            self._regroup(groups[1:], groups[0].id)
+        seq = self.store.insert_article(
+            ArticleRow(
+                seq=0,
+                id=art.id,
+                text_hash=p.text_hash,
+                date_us=p.date_us,
+                source=art.source,
+                title=art.title,
+                text=art.text if cfg.store_text else None,
+                status=status,
+                original=original,
+                event=outcome.event,
+                fingerprint=p.fingerprint,
+                signature=p.profile.to_bytes(),
+                decision=decision.to_json(),
+            )
+        )
+        self._log(seq, "add", "1")
+        self._state.indexes.add(seq, p.fingerprint, p.passages)
+        self._remember(seq, p.profile)
+        self._state.events.add(seq, p.date_us, p.fingerprint, None)
+        if outcome.event is not None:
+            if outcome.opened and p.date_us is not None:
+                self.store.insert_event(EventRow(art.id, art.id, p.date_us, seq))
+            members = (*outcome.joined, seq)
+            self.store.set_event(members, outcome.event)
+            self._state.events.set_event(members, outcome.event)
+            for member in members:
+                self._log(member, "event", outcome.event)
+        return decision
+
+    def _groups_of(self, duplicates: Sequence[ArticleRow]) -> list[ArticleRow]:
+        """The originals of the groups of ``duplicates``, earliest first."""
+        ids = sorted({r.original or r.id for r in duplicates})
+        if not ids:
+            return []
+        have = {r.id: r for r in duplicates if r.original is None}
+        missing = [i for i in ids if i not in have]
+        for r in self.store.get_many(missing) if missing else []:
+            have[r.id] = r
+        found = [have[i] for i in ids if i in have]
+        return sorted(found, key=lambda r: _order_key(r.date_us, r.id))
+
+    def _regroup(self, originals: Sequence[ArticleRow], new_original: str) -> tuple[str, ...]:
+        """Point every member of the groups of ``originals`` (and the originals) at
+        ``new_original``; the ids moved, in group order."""
+        moved: list[str] = []
+        for g in originals:
+            moved.extend((g.id, *self.store.members_of(g.id)))
+        if moved:
+            self.store.set_original(moved, new_original)
+        return tuple(moved)
+
+    def _log(self, seq: int, op: str, arg: str) -> None:
+        self._state.log_seq = self.store.append_log(op, seq, arg)
+
+    # --- judging ------------------------------------------------------------------------
+    def _judge(
+        self,
+        prof: Profile,
+        passages: npt.NDArray[np.uint64],
+        fingerprint: int,
+        date_us: int | None,
+        *,
+        exclude: int,
+        since_us: int | None = None,
+        until_us: int | None = None,
+    ) -> tuple[list[Match], dict[str, ArticleRow]]:
+        """Matches of an article with its candidates, best first, and their rows."""
+        candidates = self._state.indexes.query(fingerprint, passages, exclude)
+        if not candidates:
+            return [], {}
+        rows = self.store.get_many_by_seq([c.seq for c in candidates])
+        by_seq = {r.seq: r for r in rows}
+        window = self.config.window_seconds
+        window_us = None if window is None else round(window * _US)
+        rule = self.config.rule
+        matches: list[Match] = []
+        found: dict[str, ArticleRow] = {}
+        for c in candidates:
+            row = by_seq.get(c.seq)
+            if row is None or not _in_time(row.date_us, date_us, window_us, since_us, until_us):
+                continue
+            features = pair_features(prof, self._profile_of(row), rule.width)
+            label, score, _ = decide(features, rule)
+            if label == "unrelated":
+                continue
+            matches.append(_match(row, label, score, features, fingerprint, c))
+            found[row.id] = row
+        matches.sort(key=lambda m: (_RANK[m.verdict], -m.score, m.distance, m.id))
+        return matches, found
+
+    def _profile_of(self, row: ArticleRow) -> Profile:
+        cache = self._profiles
+        found = cache.get(row.seq)
+        if found is not None:
+            cache.move_to_end(row.seq)
+            return found
+        prof = Profile.from_bytes(row.signature, scheme_id=self.config.rule.profile_id)
+        self._remember(row.seq, prof)
+        return prof
+
+    def _remember(self, seq: int, prof: Profile) -> None:
+        self._profiles[seq] = prof
+        if len(self._profiles) > _PROFILE_CACHE:
+            self._profiles.popitem(last=False)
+
+    # --- queries --------------------------------------------------------------------------
+    def get(self, article_id: str) -> ArticleRow:
+        """The stored article; ``NotFoundError`` when unknown."""
+        row = self.store.get(article_id)
+        if row is None:
+            raise NotFoundError(f"article {article_id!r} is not in the store")
+        return row
+
+    def decision(self, article_id: str) -> Decision:
+        """The decision made when ``article_id`` was ingested."""
+        return Decision.from_json(self.get(article_id).decision)
+
+    def original_of(self, article_id: str) -> str:
+        """The current original of the article's duplicate group (itself for an original)."""
+        row = self.get(article_id)
+        return row.original or row.id
+
+    def duplicates(self, article_id: str) -> list[str]:
+        """The other articles of its duplicate group (its original first, then the members in
+        ingest order); empty when it has none."""
+        original = self.original_of(article_id)
+        group = [original, *self.store.members_of(original)]
+        return [i for i in group if i != article_id]
+
+    def similar(
+        self,
+        article_id: str,
+        limit: int = 10,
+        *,
+        since_us: int | None = None,
+        until_us: int | None = None,
+    ) -> list[Match]:
+        """Stored articles related to a stored article, best first: its duplicates, partial
+        copies and similar stories, each with the rule's verdict (itself excluded),
+        optionally only those dated in ``[since, until)``."""
+        check_int("limit", limit, low=0, high=100_000)
+        self._catch_up()
+        row = self.get(article_id)
+        prof = self._profile_of(row)
+        passages = passage_fingerprints(prof, self.config.candidates.passage_window)
+        matches, _ = self._judge(
+            prof,
+            passages,
+            row.fingerprint,
+            row.date_us,
+            exclude=row.seq,
+            since_us=since_us,
+            until_us=until_us,
+        )
+        return matches[:limit]
+
+    def explain(self, a_id: str, b_id: str) -> Verdict:
+        """The rule's verdict on two stored articles, with the clauses and the shared passages
+        as spans of their texts (``InputError`` when a text was not stored)."""
+        a, b = self.get(a_id), self.get(b_id)
+        if a.text is None or b.text is None:
+            raise InputError("explanations need the stored texts (store_text=True)")
+        return judge(a.text, b.text, self.config.rule, explain=True)
+
+    def events(self, since_us: int | None = None, until_us: int | None = None) -> list[EventRow]:
+        """Events opened in ``[since, until)`` by article date, in opening order."""
+        return self.store.events(since_us, until_us)
+
+    def event(self, event_id: str) -> EventReport:
+        """The report of one event; ``NotFoundError`` when unknown."""
+        row = self.store.get_event(event_id)
+        if row is None:
+            raise NotFoundError(f"event {event_id!r} is not in the store")
+        articles = [
+            (a.id, a.date_us, a.source, a.title) for a in self.store.event_articles(event_id)
+        ]
+        return build_report(
+            row.id,
+            row.opened_by,
+            row.opened_at_us,
+            articles,
+            self.config.events.growth_bucket_seconds,
+        )
+
+    def __len__(self) -> int:
+        return self.store.count()
+
+    @property
+    def indexed(self) -> int:
+        """Number of articles in the in-memory candidate indexes."""
+        return len(self._state.indexes)
+
+    def close(self) -> None:
+        """Checkpoint (when configured) and close the store."""
+        try:
+            if self.checkpoint_path is not None and self._since_checkpoint:
+                self.checkpoint()
+        finally:
+            self.store.close()
+
+
+def _in_time(
+    stored: int | None,
+    new: int | None,
+    window_us: int | None,
+    since_us: int | None,
+    until_us: int | None,
+) -> bool:
+    if stored is None:
+        return since_us is None and until_us is None
+    if window_us is not None and new is not None and abs(stored - new) > window_us:
+        return False
+    if since_us is not None and stored < since_us:
+        return False
+    return until_us is None or stored < until_us
+
+
+def _match(
+    row: ArticleRow, label: str, score: float, features: Any, fingerprint: int, c: Candidate
+) -> Match:
+    distance = c.distance if c.distance is not None else (row.fingerprint ^ fingerprint).bit_count()
+    return Match(
+        id=row.id,
+        verdict=label,
+        score=round(score, 6),
+        coverage=round(features.coverage_a, 6),
+        coverage_other=round(features.coverage_b, 6),
+        passage=features.passage,
+        cosine=round(features.cosine, 6),
+        distance=distance,
+    )
