@@ -99,10 +99,6 @@ def test_clean_gzip_input_and_stdin(reuters_docs: list[dict[str, Any]], tmp_path
         str(path),
         "--store",
         str(tmp_path / "l.db"),
-        "--candidates",
-        "simhash+lsh",
-        "--verify",
-        "lcs",
         "--window-days",
         "30",
     )
