@@ -15,13 +15,11 @@ Measures, in one process, one core:
   and deciding + storing; peak RSS; store size.  Stops at ``--n`` articles or after
   ``--time-limit`` seconds, whichever comes first, and reports the number actually ingested
   (nothing is extrapolated).
-* **verification stages** on the first ``--stage-n`` articles: ``verify=none`` (seed 003's
-  raw SimHash rule), ``shingles`` (exact Jaccard/containment), ``lcs`` (plus longest common
-  substring), ``shingles+lsh`` (MinHash LSH candidates added to SimHash's), the word rule
-  on those candidates and on its own (``overlap+lsh0.1``, the defaults): rate, decisions per
-  status, and how many decisions each stage changes.
-* ``--verify`` and ``--config JSON`` set the main run's ``StreamConfig`` (default: the
-  defaults).
+* **candidate settings** on the first ``--stage-n`` articles: the defaults, fewer judged
+  candidates (``max_verified`` 8) and no SimHash reach beyond seed 003's duplicate distance
+  (``similar_max_distance`` 3): rate, decisions per status, and how many decisions each
+  changes.
+* ``--config JSON`` sets the main run's ``CandidateConfig`` fields (default: the defaults).
 * **durability**: ``synchronous=normal`` vs ``full``, batch ``--batch`` vs batch 1.
 * **baseline**: the ``simhash`` package's ``SimhashIndex(k=3)`` (in memory, no store, no
   verification) on the same ``--stage-n`` articles: what a user would otherwise pick.  Its
@@ -52,7 +50,7 @@ from typing import Any
 import xxhash
 
 from _common import machine, read_reuters, save
-from neardup.detect.stream import Decision, NewsStream, StreamConfig
+from neardup.detect.stream import CandidateConfig, Decision, NewsStream, StreamConfig
 from neardup.store import open_store
 
 
@@ -247,16 +245,9 @@ def main() -> None:
     ap.add_argument("--main-only", action="store_true", help="skip stages, durability, baseline")
     ap.add_argument("--out", default="ingest", help="results/<out>.json (e.g. ingest_1m)")
     ap.add_argument(
-        "--verify",
-        choices=("shingles", "overlap", "lcs", "none"),
-        default=None,
-        help="the main run's rule (default: StreamConfig's default)",
-    )
-    ap.add_argument(
         "--config",
         default="{}",
-        help="more StreamConfig fields for the main run, as JSON "
-        "(e.g. '{\"lsh_min_score\": 0.0625}')",
+        help="CandidateConfig fields for the main run, as JSON (e.g. '{\"max_verified\": 8}')",
     )
     args = ap.parse_args()
     docs = load_reuters()
@@ -268,9 +259,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="nd-bench-ingest-"))
     try:
         fields = json.loads(args.config)
-        if args.verify is not None:
-            fields["verify"] = args.verify
-        default = StreamConfig(**fields)
+        default = StreamConfig(candidates=CandidateConfig(**fields))
         if not args.skip_main:
             # The machine's speed in the same run (a shared machine's speed varies by 1.5x
             # between days): the simhash package's rate before and after the main run.
@@ -291,34 +280,25 @@ def main() -> None:
         stages: dict[str, Any] = {}
         decided: dict[str, dict[str, tuple[str, str | None]]] = {}
         variants = {
-            "none": StreamConfig(verify="none"),  # seed 003: SimHash only, raw distance rule
-            "shingles": StreamConfig(verify="shingles", candidates="simhash"),
-            "lcs": StreamConfig(verify="lcs", lsh_threshold=0.2),
-            # The shingle rule (the defaults before the eleventh session), LSH bands for 0.2.
-            "shingles+lsh": StreamConfig(verify="shingles", lsh_threshold=0.2),
-            # The word-overlap rule on the same candidates, then with its own (LSH bands for
-            # Jaccard 0.1, 3 of 32 values equal): the defaults.
-            "overlap+lsh0.2": StreamConfig(verify="overlap", lsh_threshold=0.2),
-            "overlap+lsh0.1": StreamConfig(verify="overlap"),
+            "default": StreamConfig(),
+            "max_verified=8": StreamConfig(candidates=CandidateConfig(max_verified=8)),
+            "similar_max_distance=3": StreamConfig(
+                candidates=CandidateConfig(similar_max_distance=3)
+            ),
         }
         for name, config in variants.items():
             run = ingest_run(docs, args.stage_n, config, workdir, batch=args.batch)
             decided[name] = run.pop("_decisions")
             stages[name] = run
             print("stage", name, json.dumps(run))
-        for a, b in (
-            ("none", "shingles"),
-            ("shingles+lsh", "lcs"),
-            ("shingles", "shingles+lsh"),
-            ("shingles+lsh", "overlap+lsh0.1"),
-        ):
+        for b in ("max_verified=8", "similar_max_distance=3"):
             changed = Counter(
-                f"{decided[a][k][0]}->{decided[b][k][0]}"
-                for k in decided[a]
-                if decided[a][k] != decided[b].get(k)
+                f"{decided['default'][k][0]}->{decided[b][k][0]}"
+                for k in decided["default"]
+                if decided["default"][k] != decided[b].get(k)
             )
-            stages[f"changed_{a}_to_{b}"] = dict(changed)
-            print("changed", a, "->", b, dict(changed))
+            stages[f"changed_default_to_{b}"] = dict(changed)
+            print("changed default ->", b, dict(changed))
         out["stages"] = stages
         durability = {}
         for sync in ("normal", "full"):
@@ -334,7 +314,7 @@ def main() -> None:
         out["durability"] = durability
         out["baseline"] = baseline_simhash(docs, args.stage_n)
         print("baseline", out["baseline"])
-        ours = stages["overlap+lsh0.1"]["articles_per_cpu_s"]  # the defaults
+        ours = stages["default"]["articles_per_cpu_s"]
         theirs = out["baseline"]["articles_per_cpu_s"]
         out["ratio_neardup_vs_simhash_pkg_per_cpu_s"] = round(ours / theirs, 2)
         print("ratio per CPU second", out["ratio_neardup_vs_simhash_pkg_per_cpu_s"])

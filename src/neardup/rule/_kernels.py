@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["direction", "merge_count_sorted", "weighted_dot"]
+__all__ = ["direction", "merge_count_sorted", "pair_counts", "weighted_dot"]
 
 _FURNITURE = 1
 _QUOTED = 2
@@ -104,3 +104,40 @@ def weighted_dot(a: Any, wa: Any, b: Any, wb: Any) -> int:  # pragma: no cover
         else:
             j += 1
     return total
+
+
+@njit(cache=True, nogil=True)
+def _prose_counts(flags: Any) -> Any:  # pragma: no cover
+    prose = 0
+    for t in range(flags.shape[0]):
+        if not flags[t] & _FURNITURE:
+            prose += 1
+    return prose
+
+
+@njit(cache=True, nogil=True)
+def pair_counts(
+    a_shingles: Any,
+    a_flags: Any,
+    a_set: Any,
+    a_terms: Any,
+    a_counts: Any,
+    b_shingles: Any,
+    b_flags: Any,
+    b_set: Any,
+    b_terms: Any,
+    b_counts: Any,
+    width: int,
+) -> Any:  # pragma: no cover
+    """Every count :func:`neardup.rule.features.pair_features` needs, in one call:
+    ``(shared, direction(a in b)..., direction(b in a)..., dot)``.  Two texts sharing no
+    shingle skip the direction scans (nothing is found, no passage)."""
+    shared = merge_count_sorted(a_set, b_set)
+    dot = weighted_dot(a_terms, a_counts, b_terms, b_counts)
+    if shared == 0:
+        pa, pb = _prose_counts(a_flags), _prose_counts(b_flags)
+        na, nb = a_flags.shape[0], b_flags.shape[0]
+        return shared, 0, pa, 0, na, 0, 0, pb, 0, nb, 0, dot
+    fa, pa, ta, na, ra = direction(a_shingles, a_flags, b_set, width)
+    fb, pb, tb, nb, rb = direction(b_shingles, b_flags, a_set, width)
+    return shared, fa, pa, ta, na, ra, fb, pb, tb, nb, rb, dot

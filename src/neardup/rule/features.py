@@ -117,12 +117,28 @@ def pair_features(a: Profile, b: Profile, width: int) -> Features:
     from neardup.rule import _kernels
 
     _check_pair(a, b)
-    da = Direction(*_kernels.direction(a.shingles, a.flags, b.shingle_set, width))
-    db = Direction(*_kernels.direction(b.shingles, b.flags, a.shingle_set, width))
-    shared = int(_kernels.merge_count_sorted(a.shingle_set, b.shingle_set))
+    c = _kernels.pair_counts(
+        a.shingles,
+        a.flags,
+        a.shingle_set,
+        a.terms,
+        a.term_counts,
+        b.shingles,
+        b.flags,
+        b.shingle_set,
+        b.terms,
+        b.term_counts,
+        width,
+    )
+    shared = int(c[0])
     union = a.shingle_set.shape[0] + b.shingle_set.shape[0] - shared
-    dot = int(_kernels.weighted_dot(a.terms, a.term_counts, b.terms, b.term_counts))
-    return Features(da, db, shared, shared / union if union else 1.0, _cosine(dot, a, b))
+    return Features(
+        Direction(*c[1:6]),
+        Direction(*c[6:11]),
+        shared,
+        shared / union if union else 1.0,
+        _cosine(int(c[11]), a, b),
+    )
 
 
 def _cosine(dot: int, a: Profile, b: Profile) -> float:

@@ -83,6 +83,8 @@ def _is_hard_wrapped(text: str, lines: Sequence[tuple[int, int]]) -> bool:
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:
     """``[start, end)`` of each paragraph of ``text``, in order, stripped, never empty."""
+    if "\n" not in text:
+        return [_strip(text, 0, len(text))] if text.strip() else []
     lines = _lines(text)
     wrapped = _is_hard_wrapped(text, lines)
     spans: list[tuple[int, int]] = []
@@ -133,7 +135,7 @@ def _ends_with_credit(paragraph: str) -> bool:
 def _furniture(
     text: str, paras: Sequence[tuple[int, int]], counts: Sequence[int], min_tokens: int
 ) -> list[bool]:
-    norm = [" ".join(text[s:e].casefold().split()) for s, e in paras]
+    norm = [text[s:e].casefold() for s, e in paras]
     seen = Counter(norm)
     out = []
     for i, (s, e) in enumerate(paras):
@@ -184,5 +186,6 @@ def token_flags(
     counts = np.bincount(para_of, minlength=len(paras)).tolist()
     junk = np.asarray(_furniture(text, paras, counts, min_paragraph_tokens), dtype=np.bool_)
     flags[junk[para_of]] |= FURNITURE
-    flags[_quoted_chars(text, paras)[starts]] |= QUOTED
+    if _QUOTE_RE.search(text) is not None:
+        flags[_quoted_chars(text, paras)[starts]] |= QUOTED
     return flags

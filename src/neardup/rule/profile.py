@@ -254,19 +254,32 @@ def profile(text: str, config: RuleConfig | None = None) -> Profile:
     ends = np.asarray(toks.ends, dtype=np.int64)
     flags = token_flags(text, starts, min_paragraph_tokens=cfg.min_paragraph_tokens)
     shingles = word_shingles(hashes, cfg.width)
-    terms, counts = _content_terms(toks.forms, hashes, flags, cfg.text)
+    terms, counts = _content_terms(text, hashes, starts, ends, flags, cfg.text)
     return Profile(cfg.profile_id, shingles, flags, terms, counts, starts, ends)
 
 
 def _content_terms(
-    forms: tuple[str, ...], hashes: U64, flags: npt.NDArray[np.uint8], text: TextConfig
+    text: str,
+    hashes: U64,
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    flags: npt.NDArray[np.uint8],
+    config: TextConfig,
 ) -> tuple[U64, npt.NDArray[np.uint32]]:
     """Distinct content words of the prose (furniture left out unless there is no prose)
-    with their counts: no stop words, no figures, at least three characters."""
-    if not forms:
+    with their counts: no stop words, no figures (a token starting with a digit 0-9), at
+    least three characters in the text."""
+    if not hashes.shape[0]:
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint32)
-    keep = np.fromiter((len(f) >= 3 and not f[0].isdigit() for f in forms), bool, len(forms))
-    keep &= ~np.isin(hashes, _stop_hashes(text))
+    keep = (ends - starts) >= 3
+    if text.isascii():
+        first = np.frombuffer(text.encode("ascii"), dtype=np.uint8)[starts]
+    else:
+        first = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")[starts]
+    keep &= (first < 48) | (first > 57)  # figures start with a digit 0-9
+    stops = _stop_hashes(config)
+    at = np.minimum(np.searchsorted(stops, hashes), stops.shape[0] - 1)
+    keep &= stops[at] != hashes
     prose = (flags & 1) == 0
     if (keep & prose).any():
         keep &= prose

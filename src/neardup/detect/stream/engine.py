@@ -310,13 +310,14 @@ class NewsStream:
         elif matches:
             status = matches[0].verdict
         similar = tuple(m for m in matches if m.verdict != "duplicate")[: cfg.similar_limit]
+        duplicates = tuple(m for m in matches if m.verdict == "duplicate")
         outcome = self._state.events.decide(art.id, p.date_us, p.fingerprint, linked)
         decision = Decision(
             id=art.id,
             status=status,
             duplicate_of=original,
             similar=similar,
-            matches=tuple(matches[: cfg.similar_limit + 1]),
+            matches=duplicates[: cfg.similar_limit + 1] + similar,
             event=outcome.event,
             took_over=took_over,
             merged=merged,

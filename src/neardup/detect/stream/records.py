@@ -55,7 +55,8 @@ class Decision:
     ``status``: ``new``, ``duplicate``, ``partial`` or ``similar`` (the strongest verdict
     among the matches).  ``duplicate_of``: the original (earliest article) of the duplicate
     group it joined.  ``similar``: the other matches, best first (at most ``similar_limit``).
-    ``matches``: every match reported (duplicates first).  ``event``: the breaking event it
+    ``matches``: the evidence: the duplicates (at most ``similar_limit + 1``), then
+    ``similar``.  ``event``: the breaking event it
     belongs to.  ``took_over``: ids that now point at this article as their original (it is
     earlier than the group it duplicates).  ``merged``: originals of other groups that this
     article bridged into its group (they and their members now point at ``duplicate_of``,
