@@ -214,19 +214,22 @@ def test_labels_follow_the_rule(bench: Any) -> None:
         # editorial: measured on the content (before noise edits).
         ck, ca = p["content_kept"], p["content_added"]
         assert p["labels"]["editorial"] == ("duplicate" if ck >= 0.5 and ca <= 0.2 else "similar")
+        # guide: the labelling guide of the real news, on the same content measures.
+        assert p["labels"]["guide"] == ("duplicate" if ck >= 0.5 and ca <= 0.5 else "similar")
         if p["edit"] not in ("typos", "ocr", "numbers", "mixed"):
             # No noise edit: the content is the published text.
             assert (ck, ca) == (p["kept"], p["novel"])
         for rule in LABEL_RULES:
             margin = p["margins"][rule]
             assert (margin >= 0) == (p["labels"][rule] == "duplicate")
-        assert p["label"] == p["labels"]["editorial"]  # the default rule
-        assert p["margin"] == p["margins"]["editorial"]
+        assert p["label"] == p["labels"]["guide"]  # the default rule
+        assert p["margin"] == p["margins"]["guide"]
         assert b["synth"]["copy_of"] == a["id"] and b["synth"]["edit"] == p["edit"]
         expected_group = a["id"] if p["label"] == "duplicate" else b["id"]
         assert b["synth"]["group"] == expected_group
         if p["edit"] in ("exact", "headline", "paragraph_reorder", "boilerplate"):
-            assert p["labels"]["bag80"] == p["labels"]["editorial"] == "duplicate"
+            assert p["labels"]["bag80"] == p["labels"]["editorial"] == p["labels"]["guide"]
+            assert p["labels"]["guide"] == "duplicate"
         if p["edit"] in ("typos", "ocr", "numbers"):
             # Spelling noise is not new content: the editorial rule keeps these duplicates.
             assert p["labels"]["editorial"] == "duplicate" and ck == 1.0 and ca == 0.0
@@ -249,11 +252,16 @@ def test_label_rule_boundaries() -> None:
     assert label_copy(0.79, 0.0, bag) == "similar"
     assert label_copy(1.0, 0.21, bag) == "similar"
     assert label_margin(0.79, 0.0, bag) == pytest.approx(-0.01)
-    # editorial, the default: half of the original kept, a fifth of the copy added.
-    assert label_copy(0.5, 0.2) == "duplicate"
-    assert label_copy(0.49, 0.0) == "similar"
-    assert label_copy(1.0, 0.21) == "similar"
+    # editorial: half of the original kept, a fifth of the copy added.
+    assert label_copy(0.5, 0.2, rule="editorial") == "duplicate"
+    assert label_copy(0.49, 0.0, rule="editorial") == "similar"
+    assert label_copy(1.0, 0.21, rule="editorial") == "similar"
     assert label_copy(0.79, 0.0, bag, "editorial") == "duplicate"  # explicit rule wins
+    assert label_margin(0.6, 0.1, rule="editorial") == pytest.approx(0.1)
+    # guide, the default: half of the original kept and half of the copy the original.
+    assert label_copy(0.5, 0.5) == "duplicate"
+    assert label_copy(0.49, 0.0) == "similar"
+    assert label_copy(1.0, 0.51) == "similar"
     assert label_margin(0.6, 0.1) == pytest.approx(0.1)
     with pytest.raises(ConfigError):
         label_copy(1.0, 0.0, rule="nope")
@@ -308,5 +316,5 @@ def test_label_rule_choice_changes_only_labels(reuters_docs: list[dict[str, Any]
     assert [d["text"] for d in a.docs] == [d["text"] for d in b.docs]
     for pa, pb in zip(a.pairs, b.pairs, strict=True):
         assert pa["labels"] == pb["labels"]
-        assert pa["label"] == pa["labels"]["editorial"]
+        assert pa["label"] == pa["labels"]["guide"]
         assert pb["label"] == pb["labels"]["bag80"]
