@@ -477,7 +477,7 @@ def test_the_stream_judges_as_the_rule(reuters_docs: list[dict[str, Any]], tmp_p
     base, others = long_docs[0], long_docs[1:]
     words = base.split()
     added: list[str] = []
-    while sum(len(t.split()) for t in added) < 2 * len(words):
+    while sum(len(t.split()) for t in added) < 3 * len(words):
         added.append(others[len(added)])
     cases = {
         "boilerplate": (base + "\n\nCopyright Example News. All rights reserved.", "duplicate"),

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FURNITURE", "QUOTED", "paragraph_spans", "token_flags"]
+__all__ = ["CUES", "FURNITURE", "QUOTED", "paragraph_spans", "token_flags"]
 
 FURNITURE = np.uint8(1)  # the token's paragraph is page furniture, not the article's prose
 QUOTED = np.uint8(2)  # the token stands inside paired quotation marks
@@ -132,22 +132,29 @@ def _ends_with_credit(paragraph: str) -> bool:
     return bool(_CREDIT_WORD_RE.search(inner) or _SLASH_CREDIT_RE.search(inner))
 
 
+CUES = ("short", "repeated", "embedded")
+
+
 def _furniture(
     text: str, paras: Sequence[tuple[int, int]], counts: Sequence[int], min_tokens: int
-) -> list[bool]:
+) -> dict[str, list[bool]]:
+    """Per cue, per paragraph: whether the cue marks it (the module docstring)."""
     norm = [text[s:e].casefold() for s, e in paras]
     seen = Counter(norm)
-    out = []
+    out: dict[str, list[bool]] = {cue: [] for cue in CUES}
     for i, (s, e) in enumerate(paras):
         short = counts[i] < min_tokens
-        repeated = seen[norm[i]] > 1
-        embedded = _ends_with_credit(text[s:e]) or (
-            not short
-            and i + 1 < len(paras)
-            and counts[i + 1] < min_tokens
-            and _is_credit_line(text[paras[i + 1][0] : paras[i + 1][1]])
+        out["short"].append(short)
+        out["repeated"].append(seen[norm[i]] > 1)
+        out["embedded"].append(
+            _ends_with_credit(text[s:e])
+            or (
+                not short
+                and i + 1 < len(paras)
+                and counts[i + 1] < min_tokens
+                and _is_credit_line(text[paras[i + 1][0] : paras[i + 1][1]])
+            )
         )
-        out.append(short or repeated or embedded)
     return out
 
 
@@ -173,9 +180,17 @@ def _quoted_chars(text: str, paras: Sequence[tuple[int, int]]) -> npt.NDArray[np
 
 
 def token_flags(
-    text: str, starts: npt.NDArray[np.int64], *, min_paragraph_tokens: int
+    text: str,
+    starts: npt.NDArray[np.int64],
+    *,
+    min_paragraph_tokens: int,
+    cues: Sequence[str] = CUES,
+    quotes: bool = True,
 ) -> npt.NDArray[np.uint8]:
-    """Per token (``starts``: its first character, ascending): ``FURNITURE | QUOTED`` bits."""
+    """Per token (``starts``: its first character, ascending): ``FURNITURE | QUOTED`` bits.
+
+    ``cues`` and ``quotes`` select what is marked (all by default; fewer only to measure
+    what each earns, docs/evaluation.md)."""
     n = int(starts.shape[0])
     flags = np.zeros(n, dtype=np.uint8)
     if n == 0:
@@ -184,8 +199,11 @@ def token_flags(
     bounds = np.fromiter((s for s, _ in paras), dtype=np.int64, count=len(paras))
     para_of = np.searchsorted(bounds, starts, side="right") - 1
     counts = np.bincount(para_of, minlength=len(paras)).tolist()
-    junk = np.asarray(_furniture(text, paras, counts, min_paragraph_tokens), dtype=np.bool_)
+    marks = _furniture(text, paras, counts, min_paragraph_tokens)
+    junk = np.zeros(len(paras), dtype=np.bool_)
+    for cue in cues:
+        junk |= np.asarray(marks[cue], dtype=np.bool_)
     flags[junk[para_of]] |= FURNITURE
-    if _QUOTE_RE.search(text) is not None:
+    if quotes and _QUOTE_RE.search(text) is not None:
         flags[_quoted_chars(text, paras)[starts]] |= QUOTED
     return flags

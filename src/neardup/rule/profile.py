@@ -73,7 +73,7 @@ class RuleConfig(Config):
     width: int = 4
     min_paragraph_tokens: int = 8
     duplicate_min_coverage: float = 0.5
-    duplicate_min_coverage_other: float = 0.35
+    duplicate_min_coverage_other: float = 0.3
     partial_min_passage: int = 30
     similar_min_cosine: float = 0.2
     text: TextConfig = dataclasses.field(default_factory=TextConfig)
