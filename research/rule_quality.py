@@ -38,7 +38,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -441,7 +441,8 @@ def render(r: dict[str, Any]) -> str:
         "",
         "#### How the defaults were chosen",
         "",
-        "| chosen on | thresholds | duplicate F1 (half chosen on / held-out half / synth) | partial F1 (same) |",
+        "| chosen on | thresholds | duplicate F1 (half chosen on / held-out half / synth) "
+        "| partial F1 (same) |",
         "|---|---|---|---|",
     ]
     for name, v in r["protocol"].items():
@@ -459,7 +460,8 @@ def render(r: dict[str, Any]) -> str:
         "",
         "#### The defaults on every set",
         "",
-        "| set | pairs | duplicate P / R / F1 | partial P / R / F1 | copy (dup or partial) P / R | similar P / R |",
+        "| set | pairs | duplicate P / R / F1 | partial P / R / F1 "
+        "| copy (dup or partial) P / R | similar P / R |",
         "|---|---|---|---|---|---|",
     ]
     for name, s in r["sets"].items():
@@ -467,7 +469,8 @@ def render(r: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {s['pairs']} | {_f(d['precision'])} / {_f(d['recall'])} / {_f(d['f1'])} "
             f"| {_f(p['precision'])} / {_f(p['recall'])} / {_f(p['f1'])} "
-            f"| {_f(c['precision'])} / {_f(c['recall'])} | {_f(m['precision'])} / {_f(m['recall'])} |"
+            f"| {_f(c['precision'])} / {_f(c['recall'])} "
+            f"| {_f(m['precision'])} / {_f(m['recall'])} |"
         )
     names = list(r["sets"])
     lines += [
