@@ -56,13 +56,13 @@ and a cut copy "is still duplicate when the shorter covers most of the longer's 
 *similar* (in the guide's words, partial) otherwise.  The same definition the judgement
 (:mod:`neardup.rule`) is scored against on real data, so the two benchmarks ask one question.
 
-``editorial`` (the previous default).  Seed 000 defines duplicates as "articles that have a
+``editorial`` (the previous default). Seed 000 defines duplicates as "articles that have a
 significant overlap between them and that a human will notice that they are actually the
 same articles that might have went through some editing", the typical case being a wire
-story republished "word by word ... with some minor editing"; seed 003 calls "similar" the news about the same
-story that is not a duplicate.  An aggregator dedups so its reader is not shown the same
-article twice, so the rule asks two questions: *does the copy bring the reader new story
-content?* and *is it recognisably the same article?*:
+story republished "word by word ... with some minor editing"; seed 003 calls "similar" the
+news about the same story that is not a duplicate. An aggregator dedups so its reader is not
+shown the same article twice, so the rule asks two questions: *does the copy bring the
+reader new story content?* and *is it recognisably the same article?*:
 
 1. ``content_added <= content_max_added`` (0.2): at most a fifth of the copy is story content
    from elsewhere (inserted sentences or paragraphs).  More than that is a different piece
