@@ -249,3 +249,24 @@ def test_empty_or_wordless_texts_have_a_defined_verdict(bad: str) -> None:
     assert v.label == "unrelated"
     assert v.features.coverage_a == 0.0
     assert judge(bad, bad).label == "unrelated"
+
+
+# --- bounds: the screen's early-outs are bounds of the rule ---------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts(), texts(), st.integers(1, 5), st.integers(1, 40))
+def test_copy_bounds_bound_the_exact_features(a: str, b: str, width: int, passage: int) -> None:
+    from neardup.rule import decide
+    from neardup.rule.bounds import screen
+
+    cfg = RuleConfig(width=width, partial_min_passage=passage, duplicate_min_coverage_other=0.2)
+    pa, pb = profile(a, cfg), profile(b, cfg)
+    f = pair_features(pa, pb, width)
+    s = screen(pa, [pb], cfg)
+    assert int(s.shared[0]) == f.shared_shingles
+    assert s.cosine[0] == f.cosine
+    label = decide(f, cfg)[0]
+    if not s.copy_possible[0]:
+        assert label in ("similar", "unrelated")
+        assert label == ("similar" if f.cosine >= cfg.similar_min_cosine else "unrelated")

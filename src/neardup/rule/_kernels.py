@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["direction", "merge_count_sorted", "pair_counts", "weighted_dot"]
+__all__ = ["direction", "merge_count_sorted", "pair_counts", "screen_counts", "weighted_dot"]
 
 _FURNITURE = 1
 _QUOTED = 2
@@ -141,3 +141,26 @@ def pair_counts(
     fa, pa, ta, na, ra = direction(a_shingles, a_flags, b_set, width)
     fb, pb, tb, nb, rb = direction(b_shingles, b_flags, a_set, width)
     return shared, fa, pa, ta, na, ra, fb, pb, tb, nb, rb, dot
+
+
+@njit(cache=True, nogil=True)
+def screen_counts(
+    q_set: Any,
+    q_terms: Any,
+    q_counts: Any,
+    sets: Any,
+    set_offsets: Any,
+    terms: Any,
+    counts: Any,
+    term_offsets: Any,
+) -> Any:  # pragma: no cover
+    """Distinct shingles shared and content-word dot product of one text with each of many
+    (their sorted sets and terms concatenated, ``*_offsets`` delimiting each)."""
+    k = set_offsets.shape[0] - 1
+    shared = np.zeros(k, dtype=np.int64)
+    dot = np.zeros(k, dtype=np.int64)
+    for i in range(k):
+        shared[i] = merge_count_sorted(q_set, sets[set_offsets[i] : set_offsets[i + 1]])
+        t0, t1 = term_offsets[i], term_offsets[i + 1]
+        dot[i] = weighted_dot(q_terms, q_counts, terms[t0:t1], counts[t0:t1])
+    return shared, dot

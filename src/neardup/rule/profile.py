@@ -169,6 +169,11 @@ class Profile:
         return _frozen(np.unique(self.shingles))
 
     @functools.cached_property
+    def prose(self) -> int:
+        """Number of prose tokens (not page furniture)."""
+        return int(np.count_nonzero((self.flags & 1) == 0))
+
+    @functools.cached_property
     def term_norm2(self) -> int:
         """Squared Euclidean norm of the content-word counts (an exact integer)."""
         c = self.term_counts.astype(np.int64)

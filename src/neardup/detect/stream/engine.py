@@ -73,6 +73,7 @@ from neardup.errors import (
 )
 from neardup.records import Article
 from neardup.rule import Profile, Verdict, decide, judge, pair_features, profile
+from neardup.rule.bounds import screen
 from neardup.sketch.simhash import sign_simhash
 from neardup.store import ArticleRow, EventRow, Store
 
@@ -83,7 +84,18 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _RANK = {"duplicate": 0, "partial": 1, "similar": 2}
 # Stored articles' profiles kept in memory (LRU, by seq): on the replicated Reuters stream a
 # copy meets its original about 20,000 articles later; a miss costs a store read.
-_PROFILE_CACHE = 65_536
+_CACHE = 65_536
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Stored:
+    """What judging reads of a stored article (its group is read from the store)."""
+
+    seq: int
+    id: str
+    date_us: int | None
+    fingerprint: int
+    profile: Profile
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -141,7 +153,7 @@ class NewsStream:
             sort_keys=True,
         )
         self._init_meta()
-        self._profiles: OrderedDict[int, Profile] = OrderedDict()
+        self._cache: OrderedDict[int, _Stored] = OrderedDict()
         self._since_checkpoint = 0
         self.stats: dict[str, Any] = {"restored_from_checkpoint": 0, "replayed_log_entries": 0}
         self._state = StreamState(self.config)
@@ -169,7 +181,7 @@ class NewsStream:
 
     def _load(self) -> None:
         """Checkpoint (when valid) plus the log entries after it; else the whole log."""
-        self._profiles.clear()  # a rolled-back batch may give its seqs to other articles
+        self._cache.clear()  # a rolled-back batch may give its seqs to other articles
         self._state = StreamState(self.config)
         if self.checkpoint_path is not None and self.checkpoint_path.exists():
             try:
@@ -294,8 +306,9 @@ class NewsStream:
             if existing.text_hash != p.text_hash:
                 raise ConflictError(f"article {art.id!r} was already ingested with different text")
             return Decision.from_json(existing.decision, replayed=True)
-        matches, rows = self._judge(p.profile, p.passages, p.fingerprint, p.date_us, exclude=-1)
-        groups = self._groups_of([rows[m.id] for m in matches if m.verdict == "duplicate"])
+        matches = self._judge(p.profile, p.passages, p.fingerprint, p.date_us, exclude=-1)
+        dup_ids = [m.id for m in matches if m.verdict == "duplicate"]
+        groups = self._groups_of(self.store.get_many(dup_ids) if dup_ids else [])
         status, original = "new", None
         took_over: tuple[str, ...] = ()
         merged: tuple[str, ...] = ()
@@ -343,7 +356,7 @@ class NewsStream:
         )
         self._log(seq, "add", "1")
         self._state.indexes.add(seq, p.fingerprint, p.passages)
-        self._remember(seq, p.profile)
+        self._remember(_Stored(seq, art.id, p.date_us, p.fingerprint, p.profile))
         self._state.events.add(seq, p.date_us, p.fingerprint, None)
         if outcome.event is not None:
             if outcome.opened and p.date_us is not None:
@@ -391,45 +404,81 @@ class NewsStream:
         exclude: int,
         since_us: int | None = None,
         until_us: int | None = None,
-    ) -> tuple[list[Match], dict[str, ArticleRow]]:
-        """Matches of an article with its candidates, best first, and their rows."""
+        limit: int | None = None,
+    ) -> list[Match]:
+        """Matches of an article with its candidates, best first.
+
+        Every candidate is screened in one compiled pass (shared shingles, cosine); those
+        whose bounds leave no copy verdict possible are decided by the cosine alone
+        (:mod:`neardup.rule.bounds`: the rule's own verdict), and only the ``limit`` best of
+        those similar ones get their exact features.  The others are judged in full."""
         candidates = self._state.indexes.query(fingerprint, passages, exclude)
         if not candidates:
-            return [], {}
-        rows = self.store.get_many_by_seq([c.seq for c in candidates])
-        by_seq = {r.seq: r for r in rows}
+            return []
+        stored = self._stored([c.seq for c in candidates])
         window = self.config.window_seconds
         window_us = None if window is None else round(window * _US)
+        kept = [
+            (c, stored[c.seq])
+            for c in candidates
+            if c.seq in stored
+            and _in_time(stored[c.seq].date_us, date_us, window_us, since_us, until_us)
+        ]
+        if not kept:
+            return []
         rule = self.config.rule
+        screened = screen(prof, [s.profile for _, s in kept], rule)
+        limit = self.config.similar_limit if limit is None else limit
+        similar_only = [
+            i
+            for i in range(len(kept))
+            if not screened.copy_possible[i] and screened.cosine[i] >= rule.similar_min_cosine
+        ]
+        # The order the matches are sorted in below: score, then distance, then id.
+        similar_only.sort(
+            key=lambda i: (
+                -round(screened.cosine[i], 6),
+                _distance(kept[i][0], kept[i][1], fingerprint),
+                kept[i][1].id,
+            )
+        )
+        full = [i for i in range(len(kept)) if screened.copy_possible[i]]
         matches: list[Match] = []
-        found: dict[str, ArticleRow] = {}
-        for c in candidates:
-            row = by_seq.get(c.seq)
-            if row is None or not _in_time(row.date_us, date_us, window_us, since_us, until_us):
-                continue
-            features = pair_features(prof, self._profile_of(row), rule.width)
+        for i in sorted(full + similar_only[:limit]):
+            c, s = kept[i]
+            features = pair_features(prof, s.profile, rule.width)
             label, score, _ = decide(features, rule)
-            if label == "unrelated":
-                continue
-            matches.append(_match(row, label, score, features, fingerprint, c))
-            found[row.id] = row
+            if label != "unrelated":
+                matches.append(_match(s, label, score, features, fingerprint, c))
         matches.sort(key=lambda m: (_RANK[m.verdict], -m.score, m.distance, m.id))
-        return matches, found
+        return matches
 
-    def _profile_of(self, row: ArticleRow) -> Profile:
-        cache = self._profiles
-        found = cache.get(row.seq)
-        if found is not None:
-            cache.move_to_end(row.seq)
-            return found
-        prof = Profile.from_bytes(row.signature, scheme_id=self.config.rule.profile_id)
-        self._remember(row.seq, prof)
-        return prof
+    def _stored(self, seqs: Sequence[int]) -> dict[int, _Stored]:
+        """What judging reads of stored articles, by seq: from memory, else one store read."""
+        cache = self._cache
+        out: dict[int, _Stored] = {}
+        missing = []
+        for seq in seqs:
+            found = cache.get(seq)
+            if found is None:
+                missing.append(seq)
+            else:
+                cache.move_to_end(seq)
+                out[seq] = found
+        if missing:
+            scheme = self.config.rule.profile_id
+            for row in self.store.get_many_by_seq(missing):
+                prof = Profile.from_bytes(row.signature, scheme_id=scheme)
+                out[row.seq] = self._remember(
+                    _Stored(row.seq, row.id, row.date_us, row.fingerprint, prof)
+                )
+        return out
 
-    def _remember(self, seq: int, prof: Profile) -> None:
-        self._profiles[seq] = prof
-        if len(self._profiles) > _PROFILE_CACHE:
-            self._profiles.popitem(last=False)
+    def _remember(self, stored: _Stored) -> _Stored:
+        self._cache[stored.seq] = stored
+        if len(self._cache) > _CACHE:
+            self._cache.popitem(last=False)
+        return stored
 
     # --- queries --------------------------------------------------------------------------
     def get(self, article_id: str) -> ArticleRow:
@@ -469,9 +518,9 @@ class NewsStream:
         check_int("limit", limit, low=0, high=100_000)
         self._catch_up()
         row = self.get(article_id)
-        prof = self._profile_of(row)
+        prof = self._stored([row.seq])[row.seq].profile
         passages = passage_fingerprints(prof, self.config.candidates.passage_window)
-        matches, _ = self._judge(
+        matches = self._judge(
             prof,
             passages,
             row.fingerprint,
@@ -479,6 +528,7 @@ class NewsStream:
             exclude=row.seq,
             since_us=since_us,
             until_us=until_us,
+            limit=limit,
         )
         return matches[:limit]
 
@@ -543,12 +593,17 @@ def _in_time(
     return until_us is None or stored < until_us
 
 
+def _distance(c: Candidate, s: _Stored, fingerprint: int) -> int:
+    """SimHash distance of a candidate (known when it came from the fingerprint index)."""
+    return c.distance if c.distance is not None else (s.fingerprint ^ fingerprint).bit_count()
+
+
 def _match(
-    row: ArticleRow, label: str, score: float, features: Any, fingerprint: int, c: Candidate
+    s: _Stored, label: str, score: float, features: Any, fingerprint: int, c: Candidate
 ) -> Match:
-    distance = c.distance if c.distance is not None else (row.fingerprint ^ fingerprint).bit_count()
+    distance = _distance(c, s, fingerprint)
     return Match(
-        id=row.id,
+        id=s.id,
         verdict=label,
         score=round(score, 6),
         coverage=round(features.coverage_a, 6),

@@ -1,0 +1,101 @@
+"""The passage index against a dictionary of sets (the oracle), through adds, removals,
+segment merges and a save/load round trip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.errors import ConflictError, InputError, NotFoundError
+from neardup.index.passages import PassageIndex
+from neardup.sketch.winnowing import winnow, winnowing_positions
+
+
+def oracle(held: dict[int, set[int]], q: set[int], cap: int, exclude: int | None):
+    postings: dict[int, int] = {}
+    for fps in held.values():
+        for f in fps:
+            postings[f] = postings.get(f, 0) + 1
+    counts = {
+        k: sum(1 for f in fps & q if postings[f] <= cap) for k, fps in held.items() if k != exclude
+    }
+    ranked = sorted(((-c, k) for k, c in counts.items() if c), key=lambda t: t)
+    return [k for _, k in ranked], [-c for c, _ in ranked]
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(0, 40), st.sets(st.integers(0, 30), max_size=12)),
+        st.tuples(st.just("remove"), st.integers(0, 40), st.just(set())),
+        st.tuples(st.just("query"), st.integers(-1, 40), st.sets(st.integers(0, 30), max_size=8)),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops, st.integers(1, 6), st.integers(1, 20))
+def test_queries_equal_the_oracle(script: list, cap: int, buffer: int) -> None:
+    index = PassageIndex(max_postings=cap, buffer_size=buffer)
+    held: dict[int, set[int]] = {}
+    for op, key, values in script:
+        if op == "add":
+            if key in held:
+                with pytest.raises(ConflictError):
+                    index.add(key, np.array(sorted(values), dtype=np.uint64))
+                continue
+            index.add(key, np.array(sorted(values), dtype=np.uint64))
+            held[key] = set(values)
+        elif op == "remove":
+            if key not in held:
+                with pytest.raises(NotFoundError):
+                    index.remove(key)
+                continue
+            index.remove(key)
+            del held[key]
+        else:
+            exclude = None if key < 0 else key
+            keys, counts = index.query(np.array(sorted(values), dtype=np.uint64), exclude=exclude)
+            want_keys, want_counts = oracle(held, values, cap, exclude)
+            assert keys.tolist() == want_keys and counts.tolist() == want_counts
+        assert len(index) == len(held) and sorted(index.keys()) == sorted(held)
+    restored = PassageIndex(max_postings=cap, buffer_size=buffer)
+    restored.load_state(index.state())
+    q = np.arange(31, dtype=np.uint64)
+    assert [a.tolist() for a in restored.query(q)] == [a.tolist() for a in index.query(q)]
+
+
+def test_bad_keys_and_state() -> None:
+    index = PassageIndex()
+    with pytest.raises(InputError):
+        index.add("a", np.zeros(1, dtype=np.uint64))  # type: ignore[arg-type]
+    state = PassageIndex().state()
+    state["passages_key_of"] = np.array([5], dtype=np.int64)
+    with pytest.raises(InputError):
+        index.load_state(state)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=60), st.integers(1, 10))
+def test_winnowing_picks_the_rightmost_minimum_of_every_window(values: list, window: int) -> None:
+    fps = np.array(values, dtype=np.uint64)
+    picked = set(winnowing_positions(fps, window).tolist())
+    w = min(window, len(values))
+    want = set()
+    for i in range(len(values) - w + 1):
+        block = values[i : i + w]
+        best = max(j for j in range(w) if block[j] == min(block))
+        want.add(i + best)
+    assert picked == want
+    assert winnow(fps, window).tolist() == sorted({values[p] for p in want})
+
+
+def test_a_shared_run_of_a_window_of_shingles_shares_a_fingerprint() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        run = rng.integers(0, 2**63, size=8, dtype=np.uint64)
+        a = np.concatenate([rng.integers(0, 2**63, size=20, dtype=np.uint64), run])
+        b = np.concatenate([run, rng.integers(0, 2**63, size=30, dtype=np.uint64)])
+        assert set(winnow(a, 8).tolist()) & set(winnow(b, 8).tolist())
