@@ -20,6 +20,10 @@ docs/evaluation.md, "The judgement").  Sections:
    used to choose anything.
 3. **Ablations**: each page-furniture cue, the quotation rule and each clause removed, one at
    a time: what duplicate and partial F1 each buys on each set.
+4. **Detectors against the rule**: the news stream (``NewsIndex``, every provenance article
+   ingested in date order) on the labelled pairs: its verdict for each pair (from the later
+   article's decision, else its ``similar()`` list), how often it equals ``judge()``'s, and
+   its duplicate F1 against the readers both as a direct verdict and as "same group".
 
 Deterministic (synth and the sampling are seeded).  Memory: every text's profile.
 """
@@ -419,13 +423,63 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     for label, cfg in clause_off.items():
         ablations[label] = {name: score(pairs, feats[name], cfg) for name, pairs in sets.items()}
+    detectors = {"stream": stream_agreement(data)}
+    print(f"stream agreement {detectors['stream']['agreement_with_rule']:.3f}", file=sys.stderr)
     return {
         "machine": machine(),
+        "detectors": detectors,
         "defaults": thresholds(base),
         "protocol": protocol,
         "sets": defaults,
         "ablations": ablations,
         "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def stream_agreement(data: Path) -> dict[str, Any]:
+    """Section 4 for the news stream."""
+    import tempfile
+
+    from neardup.api import NewsIndex
+    from neardup.detect.events import EventConfig
+    from neardup.detect.stream import StreamConfig
+    from neardup.rule import judge
+
+    folder = data / "provenance_news_2018_dev"
+    docs = sorted(_jsonl(folder / "docs.jsonl.gz"), key=lambda d: (d["date"] or "", d["id"]))
+    order = {d["id"]: n for n, d in enumerate(docs)}
+    texts = {d["id"]: d["text"] for d in docs}
+    labels = list(_jsonl(folder / "labels_read.jsonl"))
+    with tempfile.TemporaryDirectory() as tmp:
+        config = StreamConfig(events=EventConfig(enabled=False))
+        with NewsIndex(str(Path(tmp) / "p.db"), config) as news:
+            decisions = {d["id"]: r for d, r in zip(docs, news.ingest_many(docs), strict=True)}
+            rows = []
+            for x in labels:
+                a, b = sorted((x["a"], x["b"]), key=order.__getitem__)  # b is the later one
+                verdicts = {m.id: m.verdict for m in decisions[b].matches}
+                if a not in verdicts:
+                    verdicts = {m.id: m.verdict for m in news.similar(b, 1000)}
+                stream = verdicts.get(a, "unrelated")
+                group = news.original_of(a) == news.original_of(b)
+                rule = judge(texts[a], texts[b], config.rule).label
+                rows.append((x["label"], stream, group, rule))
+    agree = sum(s == r for _, s, _, r in rows)
+
+    def dup_f1(pred: list[bool]) -> dict[str, Any]:
+        gold = [g == "duplicate" for g, *_ in rows]
+        tp = sum(p and g for p, g in zip(pred, gold, strict=True))
+        fp = sum(p and not g for p, g in zip(pred, gold, strict=True))
+        fn = sum(g and not p for p, g in zip(pred, gold, strict=True))
+        return prf(tp, fp, fn)
+
+    return {
+        "pairs": len(rows),
+        "agreement_with_rule": agree / len(rows),
+        "disagreements": dict(Counter(f"rule {r} / stream {s}" for _, s, _, r in rows if s != r)),
+        "duplicate_direct": dup_f1([s == "duplicate" for _, s, _, _ in rows]),
+        "duplicate_same_group": dup_f1([grp for _, _, grp, _ in rows]),
+        "rule_duplicate": dup_f1([r == "duplicate" for *_, r in rows]),
     }
 
 
@@ -484,6 +538,26 @@ def render(r: dict[str, Any]) -> str:
     for label, per in rows.items():
         cells = [f"{_f(per[n]['duplicate']['f1'])} / {_f(per[n]['partial']['f1'])}" for n in names]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "#### Detectors against the rule (provenance, all 180 labelled pairs)",
+        "",
+        "| detector | agrees with `judge()` | duplicate P / R / F1 (direct) "
+        "| duplicate P / R / F1 (same group) |",
+        "|---|---|---|---|",
+    ]
+    for name, d in r["detectors"].items():
+        a, g = d["duplicate_direct"], d["duplicate_same_group"]
+        lines.append(
+            f"| {name} | {d['agreement_with_rule']:.3f} | {_f(a['precision'])} / "
+            f"{_f(a['recall'])} / {_f(a['f1'])} | {_f(g['precision'])} / {_f(g['recall'])} / "
+            f"{_f(g['f1'])} |"
+        )
+    rule = next(iter(r["detectors"].values()))["rule_duplicate"]
+    lines.append(
+        f"| `judge()` itself | 1.000 | {_f(rule['precision'])} / {_f(rule['recall'])} / "
+        f"{_f(rule['f1'])} | |"
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -111,28 +111,37 @@ def oracle(stream: list[dict[str, Any]], cfg: StreamConfig) -> dict[str, dict[st
             if label != "unrelated":
                 found.append((_RANK[label], -round(score, 6), distance, s["id"], label))
         found.sort()
-        groups = (
-            sorted({original[f[3]] for f in found if f[4] == "duplicate"}, key=lambda i: keys[i])
-            if found
-            else []
-        )
+        profs = {x["id"]: x["prof"] for x in stored}
+
+        def dup(a: Any, b: Any) -> bool:
+            return decide(pair_features(a, b, cfg.rule.width), cfg.rule)[0] == "duplicate"
+
+        groups = sorted({original[f[3]] for f in found if f[4] == "duplicate"}, key=keys.get)
+        joinable = [g for g in groups if dup(prof, profs[g])]
         status, dup_of, took, merged = "new", None, [], []
-        if groups:
-            if key < keys[groups[0]]:
-                for g in groups:
-                    members = [i for i, o in original.items() if o == g]
-                    took += sorted(members, key=lambda i: (i != g, order[i]))
-                for i in took:
-                    original[i] = doc["id"]
+        own = doc["id"]
+        if joinable:
+            first = joinable[0]
+            merged = [g for g in joinable[1:] if dup(profs[first], profs[g])]
+            moved = []
+            for g in (first, *merged):
+                members = [i for i, o in original.items() if o == g]
+                moved += sorted(members, key=lambda i, g=g: (i != g, order[i]))
+            if key < keys[first]:
+                took = moved
+                for i in moved:
+                    original[i] = own
+                merged = merged  # recorded as merged into the new article's group
             else:
-                status, dup_of, merged = "duplicate", groups[0], groups[1:]
-                for g in merged:
-                    for i, o in list(original.items()):
-                        if o == g:
-                            original[i] = groups[0]
+                status, dup_of, own = "duplicate", first, first
+                for i in moved:
+                    original[i] = first
+        elif any(f[4] == "duplicate" for f in found):
+            status = "duplicate"
+            dup_of = next(f[3] for f in found if f[4] == "duplicate")
         elif found:
             status = found[0][4]
-        original[doc["id"]] = dup_of or doc["id"]
+        original[doc["id"]] = own
         keys[doc["id"]] = key
         order[doc["id"]] = len(order)
         stored.append({"id": doc["id"], "prof": prof, "fps": fps, "fp": fp})
@@ -143,6 +152,8 @@ def oracle(stream: list[dict[str, Any]], cfg: StreamConfig) -> dict[str, dict[st
             "took_over": took,
             "merged": merged,
         }
+    for doc_id, item in out.items():
+        item["group"] = original[doc_id]
     return out
 
 
@@ -197,7 +208,7 @@ def test_decisions_match_brute_force_oracle(planted: list[dict[str, Any]], tmp_p
     assert stream.consistency_errors() == []
     # The store's groups are the oracle's: every article points at its group's original.
     for doc_id, expected in want.items():
-        assert stream.original_of(doc_id) == stream.original_of(expected["duplicate_of"] or doc_id)
+        assert stream.original_of(doc_id) == expected["group"], doc_id
     stream.close()
 
 
@@ -220,41 +231,63 @@ def test_default_candidates_keep_every_duplicate_of_the_oracle(
     stream.close()
 
 
-def test_a_bridging_article_merges_two_groups(tmp_path: Path) -> None:
-    paras = [
-        "The city council voted on Tuesday to build a new bridge over the river, ending "
-        "a dispute that had divided residents of the two old quarters for a decade.",
-        "Engineers said construction would start next spring and take about three years, "
-        "with the main span made of steel delivered by barge from the coastal shipyards.",
-        "Opponents warned that the cost had doubled since the first plans were drawn and "
-        "asked the regional auditor to review the contracts before any money was spent.",
-        "Shop owners near the old ferry landing welcomed the decision, hoping that easier "
-        "crossings would bring back the weekend visitors they lost when the ferry stopped.",
-        "The mayor promised that a public park would replace the car park on the north bank "
-        "and that local firms would get a fair share of the work on the approach roads.",
-        "A final vote on the budget is expected next month, after a public hearing at which "
-        "residents may ask questions about noise, traffic and the fate of the fishing piers.",
-    ]
-    first, second, whole = paras[:3], paras[3:], paras
-    with NewsIndex(str(tmp_path / "m.db"), StreamConfig(events=NO_EVENTS)) as news:
-        a = news.ingest({"id": "a", "text": "\n\n".join(first), "date": "2024-01-01T01:00:00Z"})
-        a2 = news.ingest({"id": "a2", "text": "\n\n".join(first), "date": "2024-01-01T02:00:00Z"})
-        b = news.ingest({"id": "b", "text": "\n\n".join(second), "date": "2024-01-01T03:00:00Z"})
-        assert (a.status, a2.duplicate_of, b.status) == ("new", "a", "new")
-        c = news.ingest({"id": "c", "text": "\n\n".join(whole), "date": "2024-01-01T04:00:00Z"})
-        assert c.status == "duplicate" and c.duplicate_of == "a" and c.merged == ("b",)
-        for member in ("a2", "b", "c"):
+PARAS = [
+    "The city council voted on Tuesday to build a new bridge over the river, ending "
+    "a dispute that had divided residents of the two old quarters for a decade.",
+    "Engineers said construction would start next spring and take about three years, "
+    "with the main span made of steel delivered by barge from the coastal shipyards.",
+    "Opponents warned that the cost had doubled since the first plans were drawn and "
+    "asked the regional auditor to review the contracts before any money was spent.",
+    "Shop owners near the old ferry landing welcomed the decision, hoping that easier "
+    "crossings would bring back the weekend visitors they lost when the ferry stopped.",
+    "The mayor promised that a public park would replace the car park on the north bank "
+    "and that local firms would get a fair share of the work on the approach roads.",
+    "A final vote on the budget is expected next month, after a public hearing at which "
+    "residents may ask questions about noise, traffic and the fate of the fishing piers.",
+]
+
+
+def test_a_bridging_article_merges_groups_the_window_split(tmp_path: Path) -> None:
+    """Two copies too far apart to meet (30-day window) start two groups; an article dated
+    between them duplicates both originals, which duplicate each other: one group."""
+    story = "\n\n".join(PARAS)
+    cfg = StreamConfig(events=NO_EVENTS, window_seconds=30 * 86_400.0)
+    with NewsIndex(str(tmp_path / "m.db"), cfg) as news:
+        a = news.ingest({"id": "a", "text": story, "date": "2024-01-01T00:00:00Z"})
+        b = news.ingest({"id": "b", "text": story + " More.", "date": "2024-03-01T00:00:00Z"})
+        b2 = news.ingest({"id": "b2", "text": story, "date": "2024-03-02T00:00:00Z"})
+        assert (a.status, b.status, b2.duplicate_of) == ("new", "new", "b")
+        c = news.ingest({"id": "c", "text": story, "date": "2024-01-31T00:00:00Z"})
+        assert (c.status, c.duplicate_of, c.merged) == ("duplicate", "a", ("b",))
+        for member in ("b", "b2", "c"):
             assert news.original_of(member) == "a"
-        assert news.duplicates("b") == ["a", "a2", "c"]
-        assert {m.id: m.verdict for m in news.similar("b", 10)} == {"c": "duplicate"}
-        # A later article duplicating the second half joins the merged group.
-        d = news.ingest({"id": "d", "text": "\n\n".join(second), "date": "2024-01-01T05:00:00Z"})
-        assert d.duplicate_of == "a"
+        assert news.duplicates("b") == ["a", "b2", "c"]
         v = news.explain("c", "b")
         assert v.label == "duplicate" and v.passages
     # Groups are stored, so they are the same after a restart.
-    with NewsIndex(str(tmp_path / "m.db"), StreamConfig(events=NO_EVENTS)) as news:
-        assert news.duplicates("a") == ["a2", "b", "c", "d"]
+    with NewsIndex(str(tmp_path / "m.db"), cfg) as news:
+        assert news.duplicates("a") == ["b", "b2", "c"]
+
+
+def test_groups_do_not_chain_through_an_article_holding_both(tmp_path: Path) -> None:
+    """An article holding two different stories duplicates both; their originals are not
+    duplicates of each other, so the groups stay apart (no chain)."""
+    first, second = "\n\n".join(PARAS[:3]), "\n\n".join(PARAS[3:])
+    with NewsIndex(str(tmp_path / "c.db"), StreamConfig(events=NO_EVENTS)) as news:
+        news.ingest({"id": "a", "text": first, "date": "2024-01-01T01:00:00Z"})
+        a2 = news.ingest({"id": "a2", "text": first, "date": "2024-01-01T02:00:00Z"})
+        b = news.ingest({"id": "b", "text": second, "date": "2024-01-01T03:00:00Z"})
+        assert (a2.duplicate_of, b.status) == ("a", "new")
+        c = news.ingest(
+            {"id": "c", "text": first + "\n\n" + second, "date": "2024-01-01T04:00:00Z"}
+        )
+        assert (c.status, c.duplicate_of, c.merged) == ("duplicate", "a", ())
+        assert news.original_of("b") == "b" and news.original_of("c") == "a"
+        verdicts = {m.id: m.verdict for m in news.similar("b", 10)}
+        assert verdicts == {"c": "duplicate"}
+        # A later copy of the second story alone joins b's group, not a's.
+        d = news.ingest({"id": "d", "text": second, "date": "2024-01-01T05:00:00Z"})
+        assert d.duplicate_of == "b"
 
 
 def test_every_derived_exact_duplicate_group_is_found(tmp_path: Path) -> None:

@@ -54,7 +54,8 @@ class Decision:
 
     ``status``: ``new``, ``duplicate``, ``partial`` or ``similar`` (the strongest verdict
     among the matches).  ``duplicate_of``: the original (earliest article) of the duplicate
-    group it joined.  ``similar``: the other matches, best first (at most ``similar_limit``).
+    group it joined, or, when it duplicates no group's original, the stored article it
+    duplicates best (it then heads a group of its own; see :mod:`neardup.detect.stream.engine`).  ``similar``: the other matches, best first (at most ``similar_limit``).
     ``matches``: the evidence: the duplicates (at most ``similar_limit + 1``), then
     ``similar``.  ``event``: the breaking event it
     belongs to.  ``took_over``: ids that now point at this article as their original (it is
