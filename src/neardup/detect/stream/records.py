@@ -52,17 +52,22 @@ class Match:
 class Decision:
     """The decision for one ingested article, with its evidence.
 
-    ``status``: ``new``, ``duplicate``, ``partial`` or ``similar`` (the strongest verdict
-    among the matches).  ``duplicate_of``: the original (earliest article) of the duplicate
-    group it joined, or, when it duplicates no group's original, the stored article it
-    duplicates best (it then heads a group of its own; see :mod:`neardup.detect.stream.engine`).  ``similar``: the other matches, best first (at most ``similar_limit``).
-    ``matches``: the evidence: the duplicates (at most ``similar_limit + 1``), then
-    ``similar``.  ``event``: the breaking event it
-    belongs to.  ``took_over``: ids that now point at this article as their original (it is
-    earlier than the group it duplicates).  ``merged``: originals of other groups that this
-    article bridged into its group (they and their members now point at ``duplicate_of``,
-    or at this article when it took over).  ``replayed``: ``True`` when this is the stored
-    decision returned again for an idempotent re-ingest.
+    * ``status``: ``new``, ``duplicate``, ``partial`` or ``similar`` (the strongest verdict
+      among the matches);
+    * ``duplicate_of``: the original (earliest article) of the duplicate group it joined,
+      or, when it duplicates no group's original, the stored article it duplicates best (it
+      then heads a group of its own; :mod:`neardup.detect.stream.engine`);
+    * ``similar``: the other matches, best first (at most ``similar_limit``);
+    * ``matches``: the evidence: the duplicates (at most ``similar_limit + 1``), then
+      ``similar``;
+    * ``event``: the breaking event it belongs to;
+    * ``took_over``: ids that now point at this article as their original (it is earlier
+      than the group it duplicates);
+    * ``merged``: originals of other groups this article bridged into its group because
+      their originals duplicate each other (they and their members now point at
+      ``duplicate_of``, or at this article when it took over);
+    * ``replayed``: ``True`` when this is the stored decision returned again for an
+      idempotent re-ingest.
     """
 
     id: str
