@@ -193,6 +193,8 @@ def test_alignment_hook_wiring(
         return {"02-no-obfuscation": alignment.AlignmentScore("02-no-obfuscation", 2, 100, 80, 60)}
 
     monkeypatch.setattr(alignment, "evaluate_alignment", fake)
+    (tmp_path / "pan13_text_alignment").mkdir()
+    (tmp_path / "pan13_text_alignment" / "docs.jsonl.gz").write_bytes(b"")
     code, out, _ = run(
         capsys, "eval", "alignment", "--data", str(tmp_path), "--limit", "2", "--json"
     )
@@ -204,8 +206,10 @@ def test_alignment_hook_wiring(
 def test_hooks_fail_clearly_on_missing_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run(capsys, "eval", "alignment", "--data", str(tmp_path))
-    assert code in (2, 65) and "Traceback" not in err and err.strip()
+    for command in (["alignment"], ["stream"], ["origin", "--out", str(tmp_path / "o")]):
+        code, _, err = run(capsys, "eval", *command, "--data", str(tmp_path))
+        assert code == 66 and "Traceback" not in err and "does not exist" in err, command
+    assert not (tmp_path / "o").exists()
 
 
 def test_report_runs_end_to_end(tmp_path: Path) -> None:

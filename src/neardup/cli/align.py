@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from neardup.cli.common import require_input
-from neardup.errors import InputError, StoreError
+from neardup.errors import ConfigError, InputError, StoreError
 from neardup.similarity import AlignmentConfig, align_passages
 
 __all__ = ["align"]
@@ -58,7 +58,7 @@ def _read(path: str) -> str:
 def align(source: str, article: str, min_passage_chars: int, with_text: bool) -> None:
     """Passages of ARTICLE copied (verbatim or reworded) from SOURCE, as character spans."""
     if source == "-" and article == "-":
-        raise InputError("only one of SOURCE and ARTICLE can be '-'")
+        raise ConfigError("only one of SOURCE and ARTICLE can be '-'")
     source_text, article_text = _read(source), _read(article)
     config = AlignmentConfig(min_passage_chars=min_passage_chars)
     passages = align_passages(source_text, article_text, config)
