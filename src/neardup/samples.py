@@ -276,20 +276,19 @@ _UPDATES = [
 
 
 def data_folders() -> list[Path]:
-    """Where the shared data folder is looked for, in order, without repeats:
-    ``$NEARDUP_DATA``, ``../shared/data`` from the current folder, and the one beside the
-    source checkout."""
-    found: list[Path] = []
+    """Where the shared data folder is looked for: ``$NEARDUP_DATA`` alone when it is set,
+    else ``../shared/data`` from the current folder, then the one beside the source
+    checkout (without repeats)."""
     env = os.environ.get("NEARDUP_DATA")
     if env:
-        found.append(Path(env))
-    found.append(Path.cwd().parent / "shared" / "data")
-    found.append(Path(__file__).resolve().parents[3] / "shared" / "data")
-    unique: list[Path] = []
-    for path in found:
-        if all(os.path.abspath(path) != os.path.abspath(seen) for seen in unique):
-            unique.append(path)
-    return unique
+        return [Path(env)]
+    found = [
+        Path.cwd().parent / "shared" / "data",
+        Path(__file__).resolve().parents[3] / "shared" / "data",
+    ]
+    if os.path.abspath(found[0]) == os.path.abspath(found[1]):
+        return found[:1]
+    return found
 
 
 def _text(paragraphs: list[str]) -> str:
