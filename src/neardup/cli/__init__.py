@@ -52,7 +52,15 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="neardup")
 def cli() -> None:
-    """neardup: find near-duplicate and copied text in news, fast."""
+    """neardup: find near-duplicate and copied text in news, fast.
+
+    \b
+    Every command that reads articles takes --on-error stop|skip (stop by default),
+    replaces an existing output only with --force, draws progress bars only on a
+    terminal, and ends with a summary on stderr.  Exit codes: 0 done, 2 usage error,
+    65 bad input data, 66 missing input, 74 store or file I/O error, 77 wrong API
+    token, 130 interrupted.  docs/cli.md has the details.
+    """
 
 
 def main(argv: list[str] | None = None) -> Any:

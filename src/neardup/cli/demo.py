@@ -224,16 +224,24 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
     type=click.FloatRange(0.0, 1.0, min_open=True),
     default=0.5,
     show_default=True,
-    help="Near-duplicate when sentence Jaccard >= this.",
+    help="Near-duplicate when the share of sentences in common (Jaccard) is at least this;"
+    " lower it to catch more heavily edited copies.",
 )
 @click.option(
     "--k",
     "k",
     type=click.IntRange(1, 1 << 16),
     default=None,
-    help="Sentence sketch size (default: the sketch default).",
+    help="Sentences kept per signature (default: the sketch's; more gives closer estimates"
+    " on long articles).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Draw and edit seed.")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Which articles are drawn and how they are edited.",
+)
 @click.option(
     "--offset",
     type=click.IntRange(0),

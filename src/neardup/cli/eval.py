@@ -295,8 +295,15 @@ def _pairs_text(results: dict[str, Any], threshold: float | None) -> str:
     default=None,
     help="Decision threshold (default: each method's own default).",
 )
-@click.option("--id-fields", default="id1,id2", show_default=True)
-@click.option("--label-field", default="label", show_default=True)
+@click.option(
+    "--id-fields",
+    default="id1,id2",
+    show_default=True,
+    help="The two fields of a LABELS line that name the pair's documents.",
+)
+@click.option(
+    "--label-field", default="label", show_default=True, help="The field holding the label."
+)
 @click.option(
     "--positive",
     default="duplicate",

@@ -62,6 +62,8 @@ __all__ = ["serve"]
     default="warning",
     show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    help="How much the server logs on stderr: warning and above by default, info adds"
+    " start-up and shutdown, debug everything.",
 )
 def serve(
     store: str,
