@@ -188,6 +188,7 @@ def parse_json_line(line: bytes) -> Any:
 
     The one per-line rule of every reader (batch dedup, ``neardup ingest``/``origin``/
     ``synth``, the evaluation readers): whatever the bytes, this returns, never raises.
+    A line holding JSON ``null`` is an ``InputError`` (``None`` means a blank line).
     Unusable: not UTF-8, not JSON, a number with more than Python's 4,300 digits, nesting
     deeper than the parser's recursion limit, or a lone UTF-16 surrogate escape
     (``"\\ud800"``: not a Unicode character, so no UTF-8 output could hold it).
@@ -199,9 +200,11 @@ def parse_json_line(line: bytes) -> Any:
         # surrogates, 64-bit integers, 1,024 levels of nesting) and gives the same objects;
         # anything it rejects takes the json path below, which decides and words the error.
         try:
-            return _fast_loads(line)
+            fast = _fast_loads(line)
         except _FAST_ERRORS:
             pass
+        else:
+            return _null_line() if fast is None else fast
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -221,7 +224,11 @@ def parse_json_line(line: bytes) -> Any:
             return InputError("a string holds a lone UTF-16 surrogate (not a Unicode character)")
         except (ValueError, RecursionError) as exc:  # pragma: no cover - parsed values re-dump
             return InputError(f"not usable JSON: {exc}")
-    return value
+    return _null_line() if value is None else value
+
+
+def _null_line() -> InputError:
+    return InputError("expected a JSON object, got null")
 
 
 def check_object(obj: Any, names: FieldNames) -> Article:

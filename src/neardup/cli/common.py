@@ -45,6 +45,7 @@ __all__ = [
     "force_option",
     "input_lines",
     "on_error_option",
+    "open_output",
     "progress_option",
     "require_input",
     "run_isolated",
@@ -168,6 +169,16 @@ def check_output(path: str | os.PathLike[str], force: bool, *, extra: Iterable[s
             p.with_name(p.name + suffix).unlink(missing_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot replace {p}: {exc}") from exc
+
+
+def open_output(path: str) -> IO[str]:
+    """``path`` opened for writing text (``-``: stdout); ``StoreError`` (74) when it cannot be."""
+    if path == "-":
+        return sys.stdout
+    try:
+        return open(path, "w", encoding="utf-8")  # the caller closes it
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def input_lines(path: str) -> Iterator[tuple[int, bytes]]:

@@ -58,6 +58,7 @@ from neardup.cli.common import (
     force_option,
     input_lines,
     on_error_option,
+    open_output,
     progress_option,
     require_input,
     show_progress,
@@ -255,7 +256,7 @@ def _run(ctx: click.Context, detector: OriginDetector, input_path: str, output: 
     )
     bad = BadLines(on_error, input_path)
     show = show_progress(progress)
-    out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
+    out: IO[str] = open_output(output)
     docs = tokens = fresh = copied_docs = other_dominant = lines = 0
     started = time.perf_counter()
     try:
