@@ -1,8 +1,10 @@
 """The ``neardup`` command's entry point (also ``python -m neardup``).
 
-It only catches a Ctrl-C pressed while the command line interface is still loading (which
-would otherwise end in a ``KeyboardInterrupt`` traceback), then hands over to
-:func:`neardup.cli.main`: every interruption ends with a message and exit 130.
+It catches a Ctrl-C pressed while the command line interface is still loading (which would
+otherwise end in a ``KeyboardInterrupt`` traceback) and one pressed as the finished command
+returns, and hands everything in between to :func:`neardup.cli.main`: every interruption
+ends with a message and exit 130.  Once the command has returned, the process only exits,
+and a late Ctrl-C is ignored rather than turned into a death by signal during shutdown.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ def main(argv: list[str] | None = None) -> Any:
     if pressed:
         sys.stderr.write("neardup: interrupted\n")
         sys.exit(130)
-    return cli_main(argv)
+    try:
+        return cli_main(argv)
+    except KeyboardInterrupt:  # after the command's own handling, before returning here
+        sys.stderr.write("neardup: interrupted\n")
+        sys.exit(130)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if __name__ == "__main__":
