@@ -273,7 +273,9 @@ function parseLines(text) {
   return { items, problems };
 }
 
-function hasWords(article) { return typeof article.text === "string" && /[\p{L}\p{N}]/u.test(article.text); }
+// A text with no letter or digit is counted as empty and not sent (as neardup ingest does);
+// a missing or wrong text goes to the service, which says what is wrong with it.
+function isEmptyText(article) { return typeof article.text === "string" && !/[\p{L}\p{N}]/u.test(article.text); }
 
 async function importFile(event) {
   event.preventDefault();
@@ -287,7 +289,7 @@ async function importFile(event) {
   catch (error) { showError(`Cannot read ${file.name}: ${error.message}`); return; }
   const { items, problems } = parseLines(text);
   const record = (d) => { if (d.replayed) counts.replayed += 1; else counts[d.status] += 1; };
-  const wanted = items.filter((item) => { if (hasWords(item.article)) return true; counts.empty += 1; return false; });
+  const wanted = items.filter((item) => { if (!isEmptyText(item.article)) return true; counts.empty += 1; return false; });
   let done = 0;
   try {
     for (let start = 0; start < wanted.length; start += IMPORT_BATCH) {
