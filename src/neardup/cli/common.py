@@ -59,12 +59,15 @@ EXIT_INTERRUPTED = 130
 SHOWN = 10
 #: The builtin errors that hostile data can raise where neardup code does not expect it
 #: (a value that overflows, a wrong type deep in a field): a bad line, not a bug.
-DATA_ERRORS: tuple[type[BaseException], ...] = (
+DATA_ERRORS: tuple[type[Exception], ...] = (
     ValueError,
     TypeError,
     OverflowError,
     RecursionError,
 )
+
+#: What processing one article may raise that makes it a bad line rather than a bug.
+ARTICLE_ERRORS: tuple[type[Exception], ...] = (NearDupError, *DATA_ERRORS)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -355,6 +358,9 @@ def run_isolated(work: Callable[[], _T], on_interrupt: Callable[[], None] | None
     received: list[int] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        if received:  # already stopping: let the clean-up finish
+            _say("neardup: already stopping; removing partial outputs\n")
+            return
         received.append(signum)
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
@@ -387,7 +393,8 @@ def run_isolated(work: Callable[[], _T], on_interrupt: Callable[[], None] | None
         for s, handler in previous.items():
             signal.signal(s, handler)
         os.close(read_end)
-    return _result(b"".join(chunks), status)
+    result: _T = _result(b"".join(chunks), status)
+    return result
 
 
 def _child(
@@ -395,7 +402,7 @@ def _child(
     read_end: int,
     write_end: int,
     stops: tuple[signal.Signals, ...],
-    blocked: set[signal.Signals],
+    blocked: set[int | signal.Signals],
 ) -> None:  # pragma: no cover - runs in the child process
     code = 0
     try:

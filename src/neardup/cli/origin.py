@@ -51,7 +51,7 @@ import click
 
 from neardup.batch.io import check_object, parse_json_line
 from neardup.cli.common import (
-    DATA_ERRORS,
+    ARTICLE_ERRORS,
     BadLines,
     Interrupts,
     check_output,
@@ -66,7 +66,7 @@ from neardup.cli.common import (
 )
 from neardup.detect.origin import OriginConfig, OriginDetector, parse_memory
 from neardup.detect.origin.config import ESTIMATIONS, EVICTIONS, SELECTIONS
-from neardup.errors import ConfigError, InputError, NearDupError
+from neardup.errors import ConfigError, InputError
 from neardup.records import Article, FieldNames
 
 __all__ = ["origin"]
@@ -274,7 +274,7 @@ def _run(ctx: click.Context, detector: OriginDetector, input_path: str, output: 
                     if order == "date":
                         _check_order(detector, item, line_no)
                     report = detector.process(item.id, item.text)
-                except (NearDupError, *DATA_ERRORS) as exc:
+                except ARTICLE_ERRORS as exc:
                     bad.report(line_no, exc)
                     continue
                 if order == "date" and isinstance(item, Article) and item.date is not None:
@@ -291,7 +291,8 @@ def _run(ctx: click.Context, detector: OriginDetector, input_path: str, output: 
         if out is not sys.stdout:
             out.close()
         if state is not None:
-            detector.save(state)
+            with interrupts:  # a second Ctrl-C does not cut the save short
+                detector.save(state)
         seconds = time.perf_counter() - started
         if lines == 0 and not interrupts.stopping:
             warn(f"{'stdin' if input_path == '-' else input_path} holds no document")
