@@ -89,12 +89,14 @@ def test_keep_first_and_existing_output(tmp_path: Path, capsys) -> None:
     check_complete(out)
 
 
-def test_pairs_command(tmp_path: Path) -> None:
+def test_pairs_command(tmp_path: Path, capsys) -> None:
     src = _corpus(tmp_path)
     out = tmp_path / "pairs.jsonl"
     argv = ["pairs", str(src), "-o", str(out), "--min-score", "0.5", "--no-progress", *FIELDS]
     assert _exit_code([*argv, "--duplicate-score", "0.95"]) == 0
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    err = capsys.readouterr().err
+    assert "pairs written: 1 of" in err and "removed" not in err  # pairs removes nothing
     assert (row["id_a"], row["id_b"]) == ("a", "b")
     assert row["relation"] == "partial"  # a is wholly contained in b
     assert row["containment"] == 1.0

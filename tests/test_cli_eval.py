@@ -154,6 +154,13 @@ def test_eval_clusters(synth_dir: Path, tmp_path: Path, capsys: pytest.CaptureFi
     gold_abc.write_text('{"ids": ["a", "b", "c"]}\n{"ids": ["d"]}\n')
     code, out, _ = run(capsys, "eval", "clusters", str(chain), "--gold", str(gold_abc), "--json")
     assert code == 0 and json.loads(out)["ari"] == 1.0
+    # No predicted id among the gold ids: the scores compare unrelated sets, and it says so.
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"id": "x", "duplicate_of": "y"}\n{"id": "z", "duplicate_of": null}\n')
+    code, _, err = run(capsys, "eval", "clusters", str(other), "--gold", str(gold_abc))
+    assert code == 0 and "warning: no id of" in err
+    _, _, err = run(capsys, "eval", "clusters", str(chain), "--gold", str(gold_abc))
+    assert "warning" not in err
 
 
 def test_errors_are_clear(

@@ -141,3 +141,20 @@ def test_main_maps_store_errors_to_exit_codes(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as info:
         main(["ingest", str(tmp_path / "in.jsonl"), "--store", str(tmp_path / "no/dir/s.db")])
     assert info.value.code == 74
+
+
+def test_reuters_brief_items_are_counted_as_empty_not_errors(
+    reuters_docs: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    # The first 300 Reuters-21578 documents as they come, BRIEF items (a title, no body)
+    # included: a clean run by default, the BRIEFs counted as empty.
+    docs = reuters_docs[:300]
+    briefs = sum(1 for d in docs if not d["text"].strip())
+    assert briefs > 0
+    path = tmp_path / "reuters.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    res = invoke("ingest", str(path), "--store", str(tmp_path / "r.db"))
+    assert res.exit_code == 0, res.stderr
+    assert f"{briefs} with empty text (not stored)" in res.stderr
+    assert "0 malformed lines skipped" in res.stderr
+    assert len(res.stdout.splitlines()) == 300 - briefs
