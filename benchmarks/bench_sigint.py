@@ -39,6 +39,13 @@ def neardup() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "neardup"]
 
 
+def default_sigint() -> None:
+    """In the child before exec: Ctrl-C delivered as usual, even when this script runs where
+    it is ignored (a background job of a non-interactive shell), which the child would
+    inherit and, like every well-behaved program, keep."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def make_corpus(path: Path, docs: int, seed: int) -> None:
     """Random-word documents, 30 % of them near copies of recent ones."""
     rng = random.Random(seed)
@@ -105,7 +112,11 @@ def main() -> None:
             clean(folder)
             delay = rng.uniform(args.earliest, took * 1.05)
             proc = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=default_sigint,
             )
             time.sleep(delay)
             sent = proc.poll() is None

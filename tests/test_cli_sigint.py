@@ -48,6 +48,12 @@ def make_corpus(path: Path, docs: int, seed: int = 0) -> Path:
     return path
 
 
+def default_sigint() -> None:
+    # The command keeps a Ctrl-C that was ignored when it started (as a background job of
+    # a script would have it); the tests may run so, the command under test must not.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [*neardup(), *args],
@@ -55,7 +61,26 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
+
+
+def test_an_ignored_ctrl_c_stays_ignored(tmp_path: Path) -> None:
+    # A background job of a non-interactive shell starts with SIGINT ignored: the command
+    # must not make itself interruptible again (it finishes, exit 0).
+    corpus = make_corpus(tmp_path / "in.jsonl", 3_000)
+    proc = subprocess.Popen(
+        [*neardup(), "dedup", str(corpus), "-o", str(tmp_path / "o.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    check_complete(tmp_path / "o.jsonl")
 
 
 def interrupt(proc: subprocess.Popen[bytes]) -> tuple[int, bytes, str]:

@@ -24,7 +24,10 @@ def main(argv: list[str] | None = None) -> Any:
     def early(signum: int, frame: FrameType | None) -> None:
         pressed.append(signum)
 
-    previous = signal.signal(signal.SIGINT, early)
+    # A Ctrl-C ignored when the command started (a background job of a script) stays so.
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, early)
     try:
         from neardup.cli import main as cli_main
     finally:
