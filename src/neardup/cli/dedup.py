@@ -250,6 +250,8 @@ def _remove_unfinished(targets: list[Path]) -> None:
             except IncompleteOutputError:
                 target.unlink(missing_ok=True)
                 target.with_name(target.name + ".complete").unlink(missing_ok=True)
+            else:
+                click.echo(f"neardup: {target} was finished before the interruption", err=True)
 
 
 def _report_work(work: Path, fresh: bool) -> None:
