@@ -103,7 +103,8 @@ async function loadSidebar() {
     stored = health.documents;
     recent = (await api("/v1/documents?limit=200")).documents;
     renderArticles();
-    const events = (await api("/v1/events")).events.slice(-EVENTS_LISTED).reverse();
+    const all = (await api("/v1/events")).events;
+    const events = all.slice(-EVENTS_LISTED).reverse();  // the latest first
     const reports = await Promise.allSettled(events.map((e) => api(`/v1/events/${encodeURIComponent(e.id)}`)));
     fill($("events"), events, (e, i) => {
       const report = reports[i].status === "fulfilled" ? reports[i].value : null;
@@ -112,7 +113,8 @@ async function loadSidebar() {
         el("a", { href: `#event=${encodeURIComponent(e.id)}`, "data-id": e.id }, e.title || `Event ${e.id}`),
         el("small", { className: "event-size" }, `opened ${day(e.opened_at)}${size}`));
     }, "No breaking events yet.");
-    $("health").textContent = `${plural(stored, "article")} stored · ${plural(events.length, "breaking event")}`;
+    if (all.length > events.length) $("events").append(el("li", { className: "empty" }, `the latest ${events.length} of ${all.length}`));
+    $("health").textContent = `${plural(stored, "article")} stored · ${plural(all.length, "breaking event")}`;
     $("welcome").hidden = stored > 0 || !$("view").hidden || !$("event-view").hidden;
   } catch (error) {
     $("health").textContent = "service unreachable";
