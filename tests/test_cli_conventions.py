@@ -87,7 +87,15 @@ MISSING: dict[str, Case] = {
     "eval stream": lambda tmp: ["eval", "stream", "--data", str(tmp)],
     "eval alignment": lambda tmp: ["eval", "alignment", "--data", str(tmp)],
     "eval origin": lambda tmp: ["eval", "origin", "--data", str(tmp), "--out", str(tmp / "o")],
-    "serve": lambda tmp: ["serve", "--preload", "5", "--preload-path", str(tmp / "absent.gz")],
+    "serve": lambda tmp: [
+        "serve",
+        "--store",
+        str(tmp / "s.db"),
+        "--preload",
+        "5",
+        "--preload-path",
+        str(tmp / "absent.gz"),
+    ],
 }
 
 

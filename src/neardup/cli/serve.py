@@ -99,6 +99,11 @@ def serve(
 
         open_store(store).close()
     else:
+        if preload_path is not None:
+            # A missing --preload-path fails before the store is created.
+            from neardup.service.load import find_reuters
+
+            find_reuters(preload_path)
         # Once, before the workers start (each worker would otherwise preload the same sample).
         backend = open_backend(settings)
         try:
