@@ -66,29 +66,37 @@ def test_dedup_command_writes_rows_kept_and_summary(tmp_path: Path, capsys) -> N
         assert word in err
     # --driver-reads (the driver parses instead of the range readers): the same rows.
     again = tmp_path / "again.jsonl"
-    argv = ["dedup", str(src), "-o", str(again), "--driver-reads", "-q", *FIELDS]
+    argv = ["dedup", str(src), "-o", str(again), "--driver-reads", "--no-progress", *FIELDS]
     assert _exit_code([*argv, "--threshold", "0.6"]) == 0
     assert again.read_bytes() == out.read_bytes()
 
 
-def test_keep_first_and_quiet(tmp_path: Path, capsys) -> None:
+def test_keep_first_and_existing_output(tmp_path: Path, capsys) -> None:
     src = _corpus(tmp_path)
     out = tmp_path / "out.jsonl"
-    code = _exit_code(
-        ["dedup", str(src), "-o", str(out), "--keep", "first", "--threshold", "0.6", "-q", *FIELDS]
-    )
-    assert code == 0
+    argv = ["dedup", str(src), "-o", str(out), "--keep", "first", "--no-progress", *FIELDS]
+    assert _exit_code([*argv, "--threshold", "0.6"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[1]["duplicate_of"] == "a"
-    assert capsys.readouterr().err == ""
+    err = capsys.readouterr().err
+    assert "documents: 3" in err and "\r" not in err  # no progress bar off a terminal
+    # an existing output is kept unless --force
+    before = out.read_bytes()
+    assert _exit_code([*argv, "--threshold", "0.9"]) == 2
+    assert "add --force" in capsys.readouterr().err and out.read_bytes() == before
+    assert _exit_code([*argv, "--threshold", "0.9", "--force"]) == 0
+    assert out.read_bytes() != before
+    check_complete(out)
 
 
-def test_pairs_command(tmp_path: Path) -> None:
+def test_pairs_command(tmp_path: Path, capsys) -> None:
     src = _corpus(tmp_path)
     out = tmp_path / "pairs.jsonl"
-    argv = ["pairs", str(src), "-o", str(out), "--min-score", "0.5", "-q", *FIELDS]
+    argv = ["pairs", str(src), "-o", str(out), "--min-score", "0.5", "--no-progress", *FIELDS]
     assert _exit_code([*argv, "--duplicate-score", "0.95"]) == 0
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    err = capsys.readouterr().err
+    assert "pairs written: 1 of" in err and "removed" not in err  # pairs removes nothing
     assert (row["id_a"], row["id_b"]) == ("a", "b")
     assert row["relation"] == "partial"  # a is wholly contained in b
     assert row["containment"] == 1.0
@@ -99,7 +107,7 @@ def test_against_option(tmp_path: Path) -> None:
     old = tmp_path / "old.jsonl"
     old.write_text(json.dumps({"doc": "old-c", "body": OTHER}) + "\n")
     out = tmp_path / "out.jsonl"
-    argv = ["dedup", str(src), "-o", str(out), "--against", str(old), "-q", *FIELDS]
+    argv = ["dedup", str(src), "-o", str(out), "--against", str(old), "--no-progress", *FIELDS]
     assert _exit_code([*argv, "--threshold", "0.6"]) == 0
     rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert set(rows) == {"a", "b", "c"}
@@ -109,14 +117,15 @@ def test_against_option(tmp_path: Path) -> None:
 def test_malformed_line_exit_65_with_line_number(tmp_path: Path, capsys) -> None:
     src = _corpus(tmp_path, extra_lines=["{broken"])
     out = tmp_path / "out.jsonl"
-    assert _exit_code(["dedup", str(src), "-o", str(out), "-q", *FIELDS]) == 65
+    assert _exit_code(["dedup", str(src), "-o", str(out), "--no-progress", *FIELDS]) == 65
     err = capsys.readouterr().err
     assert f"{src}:4: not valid JSON" in err
     assert "Traceback" not in err
     assert not out.exists()
-    assert _exit_code(["dedup", str(src), "-o", str(out), "--skip-invalid", *FIELDS]) == 0
+    assert not out.with_name(out.name + ".work").exists()  # nothing left to resume
+    assert _exit_code(["dedup", str(src), "-o", str(out), "--on-error", "skip", *FIELDS]) == 0
     err = capsys.readouterr().err
-    assert "skipped invalid: 1" in err
+    assert "malformed lines skipped: 1" in err
     assert f"{src}:4" in err
     assert len(out.read_text().splitlines()) == 3
 
@@ -127,12 +136,12 @@ def test_non_utf8_and_duplicate_ids(tmp_path: Path, capsys) -> None:
         fh.write(b'{"doc": "x", "body": "caf\xe9"}\n')
         fh.write(json.dumps({"doc": "a", "body": "again"}).encode() + b"\n")
     out = tmp_path / "out.jsonl"
-    assert _exit_code(["dedup", str(src), "-o", str(out), "-q", *FIELDS]) == 65
+    assert _exit_code(["dedup", str(src), "-o", str(out), "--no-progress", *FIELDS]) == 65
     assert "not valid UTF-8" in capsys.readouterr().err
-    assert _exit_code(["dedup", str(src), "-o", str(out), "--skip-invalid", *FIELDS]) == 0
+    assert _exit_code(["dedup", str(src), "-o", str(out), "--on-error", "skip", *FIELDS]) == 0
     err = capsys.readouterr().err
-    assert "skipped invalid: 1" in err
-    assert "skipped duplicate ids: 1" in err
+    assert "malformed lines skipped: 1" in err
+    assert "duplicate ids skipped: 1" in err
 
 
 @pytest.mark.parametrize(
@@ -165,6 +174,6 @@ def test_missing_text_field_is_exit_65(tmp_path: Path, capsys) -> None:
 def test_unreachable_scheduler_exit_74(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.setattr("neardup.batch.engine.SCHEDULER_TIMEOUT", "1s")
     src = _corpus(tmp_path)
-    argv = ["dedup", str(src), "-o", str(tmp_path / "o.jsonl"), "-q", *FIELDS]
+    argv = ["dedup", str(src), "-o", str(tmp_path / "o.jsonl"), "--no-progress", *FIELDS]
     assert _exit_code([*argv, "--scheduler", "tcp://127.0.0.1:9"]) == 74
     assert "Dask scheduler" in capsys.readouterr().err

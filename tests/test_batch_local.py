@@ -15,6 +15,7 @@ import pytest
 from neardup.batch import DedupConfig, dedup, run
 from neardup.batch import engine as engine_module
 from neardup.batch.engine import DedupResult, DedupSummary, LocalPool
+from neardup.batch.io import check_object
 from neardup.batch.ranges import _common_case, _date_us
 from neardup.batch.tasks import PairScores
 from neardup.errors import ConflictError, InputError
@@ -134,22 +135,24 @@ def test_row_text_equals_json_dumps_of_each_row() -> None:
     ],
 )
 def test_fast_date_path_gives_parse_dates_instant(value: object) -> None:
-    """Same instant, or the same refusal (an invalid date: ``None``, the general path; a
-    date whose conversion to UTC overflows: the same error as before the fast path)."""
+    """Same instant, or the same refusal: an invalid date, or one whose conversion to UTC
+    overflows, is left to the general path (``None``), where ``check_object`` refuses the
+    line with an ``InputError``."""
 
     def outcome(fn: Any) -> tuple[str, object]:
         try:
             return "ok", fn()
-        except InputError:
+        except (InputError, OverflowError):
             return "ok", None
-        except OverflowError:
-            return "overflow", None
 
     expected = outcome(lambda: _date_us(parse_date(value)))
     got = outcome(lambda: _common_case({"id": "a", "text": "b", "date": value}, FieldNames()))
     if got[0] == "ok" and got[1] is not None:
         got = ("ok", got[1][2])  # type: ignore[index]
     assert got == expected
+    if expected[1] is None and value not in (None, ""):
+        with pytest.raises(InputError):
+            check_object({"id": "a", "text": "b", "date": value}, FieldNames())
 
 
 _REAL_RANGE_TASK = engine_module._range_task_saving

@@ -59,9 +59,9 @@ def test_unrelated_and_bad_input(tmp_path: Path, reuters_docs: list[dict[str, An
     code, _, result = _run([str(tmp_path / "a.txt"), str(tmp_path / "bin.txt")])
     assert code == 65 and "not UTF-8" in str(result.exception)
     code, _, result = _run([str(tmp_path / "missing.txt"), str(tmp_path / "b.txt")])
-    assert code == 65 and "cannot read" in str(result.exception)
+    assert code == 66 and "does not exist" in str(result.exception)
     code, _, result = _run(["-", "-"], b"x")
-    assert code == 65 and "only one" in str(result.exception)
+    assert code == 2 and "only one" in str(result.exception)
     code, _, result = _run(
         [str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--min-passage-chars", "-1"]
     )

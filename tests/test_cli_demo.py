@@ -1,4 +1,5 @@
-"""``neardup demo``: a real result set with planted copies, deduplicated and explained."""
+"""``neardup demo``: a result set with planted copies, deduplicated and explained (real
+Reuters articles when the shared data is there, the synthetic sample stories otherwise)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_demo_missing_data_is_a_clear_error(
 ) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["demo", "--data", str(tmp_path / "nope.jsonl.gz")])
-    assert exc.value.code == 74
+    assert exc.value.code == 66
     assert "no data at" in capsys.readouterr().err
 
 
@@ -62,13 +63,36 @@ def test_demo_bad_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as exc:
         main(["demo", "--data", str(bad)])
     assert exc.value.code == 65
-    assert "not JSON" in capsys.readouterr().err
+    assert "docs.jsonl.gz:1: not valid JSON" in capsys.readouterr().err
     empty = tmp_path / "empty.jsonl.gz"
     with gzip.open(empty, "wt") as fh:
         fh.write(json.dumps({"id": "1", "text": "short"}) + "\n")
     with pytest.raises(SystemExit) as exc:
         main(["demo", "--data", str(empty)])
     assert exc.value.code == 65
+
+
+def test_demo_without_shared_data_uses_the_sample_stories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bare machine: no ../shared/data from here, NEARDUP_DATA pointing at an empty folder
+    # (so the source checkout's neighbour is the only other place, and it must not count).
+    import neardup.samples as samples
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(samples, "data_folders", lambda: [tmp_path / "nothing"])
+    code, out = run("--json", "--copies", "6")
+    assert code == 0
+    report = json.loads(out)
+    assert "synthetic sample stories" in report["data"]
+    assert report["articles"] == 12 and report["planted_copies"] == 6
+    assert report["planted_found"] >= 3  # resends, corrections and trims are found
+    # a planted copy is shown under its own id, never under its original's
+    ids = [d["id"] for d in report["duplicates"]]
+    assert all("~" in i for i in ids) and len(set(ids)) == len(ids)
+    assert all(d["id"].split("~")[0] == d["of_id"] for d in report["duplicates"])
+    code, text = run("--copies", "6")
+    assert code == 0 and "synthetic sample stories" in text.splitlines()[0]
 
 
 def test_plant_copies_is_deterministic_and_labelled() -> None:

@@ -154,6 +154,13 @@ def test_eval_clusters(synth_dir: Path, tmp_path: Path, capsys: pytest.CaptureFi
     gold_abc.write_text('{"ids": ["a", "b", "c"]}\n{"ids": ["d"]}\n')
     code, out, _ = run(capsys, "eval", "clusters", str(chain), "--gold", str(gold_abc), "--json")
     assert code == 0 and json.loads(out)["ari"] == 1.0
+    # No predicted id among the gold ids: the scores compare unrelated sets, and it says so.
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"id": "x", "duplicate_of": "y"}\n{"id": "z", "duplicate_of": null}\n')
+    code, _, err = run(capsys, "eval", "clusters", str(other), "--gold", str(gold_abc))
+    assert code == 0 and "warning: no id of" in err
+    _, _, err = run(capsys, "eval", "clusters", str(chain), "--gold", str(gold_abc))
+    assert "warning" not in err
 
 
 def test_errors_are_clear(
@@ -193,6 +200,8 @@ def test_alignment_hook_wiring(
         return {"02-no-obfuscation": alignment.AlignmentScore("02-no-obfuscation", 2, 100, 80, 60)}
 
     monkeypatch.setattr(alignment, "evaluate_alignment", fake)
+    (tmp_path / "pan13_text_alignment").mkdir()
+    (tmp_path / "pan13_text_alignment" / "docs.jsonl.gz").write_bytes(b"")
     code, out, _ = run(
         capsys, "eval", "alignment", "--data", str(tmp_path), "--limit", "2", "--json"
     )
@@ -204,5 +213,7 @@ def test_alignment_hook_wiring(
 def test_hooks_fail_clearly_on_missing_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run(capsys, "eval", "alignment", "--data", str(tmp_path))
-    assert code in (2, 65) and "Traceback" not in err and err.strip()
+    for command in (["alignment"], ["origin", "--out", str(tmp_path / "o")]):
+        code, _, err = run(capsys, "eval", *command, "--data", str(tmp_path))
+        assert code == 66 and "Traceback" not in err and "does not exist" in err, command
+    assert not (tmp_path / "o").exists()

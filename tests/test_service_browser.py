@@ -1,13 +1,19 @@
 """The web page in a real headless browser (Debian's chromium driven by Selenium).
 
 Skips with a reason when chromium, chromedriver or selenium is absent, unless
-NEARDUP_REQUIRE_SERVICES is set.  Saves docs/img/service.png (the screenshot in the docs).
+NEARDUP_REQUIRE_SERVICES is set (install them with ``apt-get install chromium
+chromium-driver``; selenium comes with the ``test`` extra).  Saves docs/img/service.png (the
+screenshot in the docs).  The first test needs the Reuters sample; the second starts from an
+empty store, as on a machine with nothing but neardup: storing, importing, the event view,
+the counts, and the API docs served without internet.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,3 +185,102 @@ def test_page_marks_copied_passages_links_origins_and_shows_events(
     driver.get(site["url"] + "/#doc=no-such-article")
     error = wait_for(driver, "#error")
     assert "no-such-article" in error[0].text
+
+
+@pytest.fixture(scope="module")
+def empty_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    store = tmp_path_factory.mktemp("empty") / "empty.db"
+    server = Server(str(store))
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def counts(driver: Any) -> tuple[int, int]:
+    """(articles, events) as the header states them."""
+    from selenium.webdriver.common.by import By
+
+    text = driver.find_element(By.ID, "health").text
+    found = re.fullmatch(r"(\d+) articles? stored · (\d+) breaking events?", text)
+    assert found, text
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_page_stores_imports_and_shows_the_event_on_an_empty_store(
+    browser: Any, empty_site: str, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from neardup.samples import sample_corpus
+
+    driver = browser
+    driver.get(empty_site + "/")
+    welcome = wait_for(driver, "#welcome")[0]
+    assert "This store is empty" in welcome.text and "--preload" in welcome.text
+    links = [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "#welcome a")]
+    assert any(link.endswith("/docs#/documents/ingest_v1_documents_post") for link in links)
+    assert counts(driver) == (0, 0)
+
+    # store a pasted article: it is added, shown, and counted
+    area = driver.find_element(By.ID, "text")
+    text = "The lighthouse keeper retired after forty years. A festival will mark the day."
+    driver.execute_script("arguments[0].value = arguments[1];", area, text)
+    driver.find_element(By.ID, "paste-title").send_keys("Keeper retires")
+    driver.find_element(By.ID, "store").click()
+    notice = wait_for(driver, "#notice")[0]
+    assert notice.text.startswith("Stored as pasted-") and notice.text.endswith(": new.")
+    assert driver.find_element(By.ID, "view-title").text == "Keeper retires"
+    WebDriverWait(driver, 20).until(lambda d: counts(d) == (1, 0))
+
+    # import a JSON Lines file with two malformed lines and an empty text
+    rows = [json.dumps(r) for r in sample_corpus()]
+    lines = [*rows[:3], "{broken", *rows[3:], '{"id": "no-text"}', '{"id": "e", "text": " "}']
+    upload = tmp_path / "import.jsonl"
+    upload.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    driver.find_element(By.ID, "import-file").send_keys(str(upload))
+    driver.find_element(By.ID, "import-button").click()
+    status = WebDriverWait(driver, 120).until(
+        lambda d: (
+            (t := d.find_element(By.ID, "import-status").text).startswith("import.jsonl:") and t
+        )
+    )
+    numbers = re.match(r"import\.jsonl: (\d+) new, (\d+) duplicate, (\d+) similar", status)
+    assert numbers, status
+    new, duplicate, similar = map(int, numbers.groups())
+    assert new + duplicate + similar == len(rows) and duplicate >= 17 and similar >= 1
+    assert "1 article with empty text skipped; 2 lines not imported" in status
+    problems = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#import-problems li")]
+    assert problems[0].startswith("line 4: not valid JSON") and problems[1].startswith(
+        f"line {len(rows) + 2}: "
+    )
+    WebDriverWait(driver, 20).until(lambda d: counts(d) == (len(rows) + 1, 1))
+
+    # the sidebar's event count is the event view's; the source stands apart from the title
+    event = wait_for(driver, "#events li")[0]
+    listed = re.search(r"(\d+) articles", event.text)
+    assert listed, event.text
+    event.find_element(By.CSS_SELECTOR, "a").click()
+    meta = wait_for(driver, "#event-meta")[0].text
+    assert f" · {listed.group(1)} articles · " in meta
+    timeline = wait_for(driver, "#event-articles li", count=int(listed.group(1)))
+    assert len(timeline) == int(listed.group(1))
+    first = timeline[0]
+    source = first.find_element(By.CSS_SELECTOR, ".source").text
+    title = first.find_element(By.CSS_SELECTOR, "a").text
+    assert source.startswith("· ") and first.text.endswith(f"{title} {source}")
+    body = driver.find_element(By.TAG_NAME, "body").text
+    assert "+00:00" not in body and " UTC" in body
+
+    # the round-up shows its two copied passages, linked to their sources
+    driver.get(empty_site + "/#doc=sample-weekend")
+    marks = wait_for(driver, "#view-text mark.copied a", count=2)
+    assert {m.get_attribute("data-id") for m in marks} == {"sample-bridge", "sample-library"}
+
+    # the API documentation renders from the service's own files
+    driver.get(empty_site + "/docs")
+    operations = wait_for(driver, ".opblock", count=5, timeout=30)
+    assert any("/v1/documents" in o.text for o in operations)
+    scripts = [e.get_attribute("src") for e in driver.find_elements(By.TAG_NAME, "script")]
+    assert all(src.startswith(empty_site) for src in scripts if src)

@@ -224,3 +224,35 @@ def test_postgres_bad_schema_name_and_missing() -> None:
         open_store(PG_BASE + "?schema=bad;name")
     with pytest.raises(StoreError):
         open_store(url, create=False)
+
+
+def test_store_urls_follow_the_common_convention(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sqlite:///relative.db, sqlite:////absolute.db (as SQLAlchemy), and a bare path.
+    from neardup.api import NewsIndex
+    from neardup.store.sqlite import parse_sqlite_url
+
+    monkeypatch.chdir(tmp_path)
+    assert parse_sqlite_url("sqlite:///news.db") == ("news.db", {})
+    assert parse_sqlite_url("sqlite:///sub/news.db?synchronous=full") == (
+        "sub/news.db",
+        {"synchronous": "full"},
+    )
+    assert parse_sqlite_url("sqlite:////var/lib/news.db") == ("/var/lib/news.db", {})
+    assert parse_sqlite_url("news.db") == ("news.db", {})
+    assert parse_sqlite_url("sqlite://")[0] == ":memory:"
+    assert parse_sqlite_url("sqlite:///:memory:")[0] == ":memory:"
+    with pytest.raises(ConfigError, match=r"sqlite:///news\.db"):
+        parse_sqlite_url("sqlite://news.db")
+    for url in ("sqlite:///rel.db", "bare.db"):
+        open_store(url).close()
+    assert (tmp_path / "rel.db").exists() and (tmp_path / "bare.db").exists()
+    absolute = tmp_path / "abs" / "x.db"
+    absolute.parent.mkdir()
+    open_store(f"sqlite:///{absolute}").close()  # sqlite:////tmp/...: four slashes
+    assert absolute.exists()
+    # one default store: NewsIndex() and the commands use ./neardup.db
+    with NewsIndex() as news:
+        news.ingest({"id": "a", "text": "Shares rose on Monday in Tokyo."})
+    assert (tmp_path / "neardup.db").exists() and (tmp_path / "neardup.db.ckpt.npz").exists()

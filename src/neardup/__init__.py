@@ -19,9 +19,38 @@ The API follows the data flow::
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+
+def _compiled_cache_fallback() -> None:
+    """Give numba a writable cache folder when it would find none.
+
+    numba keeps the compiled kernels next to the package's source, else in the user's cache
+    folder (``~/.cache/numba``); when neither can be written (a read-only installation run by
+    an account without a home, as services often are) it refuses to load any kernel.  Then,
+    and only then, the kernels are cached in the temporary folder.
+    """
+    if "NUMBA_CACHE_DIR" in os.environ or "numba" in sys.modules:
+        return
+    if os.access(os.path.dirname(__file__), os.W_OK):
+        return
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    probe = cache
+    while probe and not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)  # the nearest folder that exists must let us create it
+    if os.access(probe, os.W_OK | os.X_OK):
+        return
+    import tempfile
+
+    folder = os.path.join(tempfile.gettempdir(), f"neardup-numba-cache-{os.getuid()}")
+    os.environ["NUMBA_CACHE_DIR"] = folder
+
+
+_compiled_cache_fallback()
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

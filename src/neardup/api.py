@@ -11,11 +11,13 @@
         news.events(since="2024-05-01", until="2024-05-02")
         news.event(event_id)       # EventReport
 
-``store`` is a URL or path (see :func:`neardup.store.open_store`): a plain path or
-``sqlite:///path.db`` for the embedded SQLite store (its in-memory indexes are checkpointed
-next to it as ``<path>.ckpt.npz``), ``postgresql://...`` for PostgreSQL.  Every method is
-serialised by a lock, so one object may be shared by threads.  An ``ingest`` that returned is
-durable (see ``docs/stream.md``).
+``store`` is a path or URL (see :func:`neardup.store.open_store`): a plain path such as
+``news.db`` (or ``sqlite:///news.db``, relative to the current folder; ``sqlite:////abs/
+news.db`` for an absolute path) for the embedded SQLite store, whose in-memory indexes are
+checkpointed next to it as ``<path>.ckpt.npz``; ``postgresql://...`` for PostgreSQL.  The
+default, ``neardup.db`` in the current folder, is the one every ``neardup`` command uses.
+Every method is serialised by a lock, so one object may be shared by threads.  An ``ingest``
+that returned is durable (see ``docs/stream.md``).
 """
 
 from __future__ import annotations

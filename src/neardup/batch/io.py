@@ -12,8 +12,9 @@ Defined behaviour for bad input (the same in every pass over the input, so a sec
 sees exactly the documents the first pass saw):
 
 * A malformed line (not UTF-8, not JSON, not an object, missing ``id``/``text``, bad
-  ``date``) raises :class:`~neardup.errors.InputError` naming the file and 1-based line
-  number (Parquet: 1-based row number); with ``skip_invalid`` it is skipped and counted in
+  ``date``: whatever :func:`parse_json_line` or :func:`check_object` refuse) raises
+  :class:`~neardup.errors.InputError` naming the file and 1-based line number (Parquet:
+  1-based row number); with ``skip_invalid`` it is skipped and counted in
   :attr:`ReadStats.invalid`.
 * Blank lines are ignored (not counted).
 * A duplicate ``id`` (an id already seen earlier in the same corpus) raises
@@ -80,6 +81,7 @@ __all__ = [
     "input_fingerprint",
     "iter_records",
     "json_default",
+    "parse_json_line",
     "read_at",
 ]
 
@@ -171,7 +173,7 @@ def _jsonl_objects(path: Path) -> Iterator[tuple[int, Any]]:
         lineno = 0
         try:
             for lineno, line in enumerate(stream, start=1):
-                yield lineno, _parse_line(line)
+                yield lineno, parse_json_line(line)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(
                 f"{path}: compressed stream is truncated or corrupt after line {lineno}: {exc}"
@@ -180,37 +182,72 @@ def _jsonl_objects(path: Path) -> Iterator[tuple[int, Any]]:
         raw.close()
 
 
-def _parse_line(line: bytes) -> Any:
+def parse_json_line(line: bytes) -> Any:
     """The JSON value of one input line, ``None`` for a blank line, or an ``InputError``
-    describing why the line is not JSON (returned, not raised: the caller decides)."""
+    saying why the line is unusable (returned, not raised: the caller decides).
+
+    The one per-line rule of every reader (batch dedup, ``neardup ingest``/``origin``/
+    ``synth``, the evaluation readers): whatever the bytes, this returns, never raises.
+    A line holding JSON ``null`` is an ``InputError`` (``None`` means a blank line).
+    Unusable: not UTF-8, not JSON, a number with more than Python's 4,300 digits, nesting
+    deeper than the parser's recursion limit, or a lone UTF-16 surrogate escape
+    (``"\\ud800"``: not a Unicode character, so no UTF-8 output could hold it).
+    """
     if not line.strip():
         return None
     if _fast_loads is not None:
         # orjson accepts a strict subset of what json does (valid UTF-8, no NaN, no lone
-        # surrogates, 64-bit integers) and gives the same objects; anything it rejects
-        # takes the json path below, which decides and words the error exactly as before.
+        # surrogates, 64-bit integers, 1,024 levels of nesting) and gives the same objects;
+        # anything it rejects takes the json path below, which decides and words the error.
         try:
-            return _fast_loads(line)
+            fast = _fast_loads(line)
         except _FAST_ERRORS:
             pass
+        else:
+            return _null_line() if fast is None else fast
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         return InputError(f"not valid UTF-8 at byte {exc.start} of the line")
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         return InputError(f"not valid JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return InputError("JSON nested too deeply")
+    except ValueError:  # json's only other error: an integer of more than 4,300 digits
+        return InputError("not usable JSON: a number longer than 4,300 digits")
+    if "\\u" in text:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return InputError("a string holds a lone UTF-16 surrogate (not a Unicode character)")
+        except (ValueError, RecursionError) as exc:  # pragma: no cover - parsed values re-dump
+            return InputError(f"not usable JSON: {exc}")
+    return _null_line() if value is None else value
+
+
+def _null_line() -> InputError:
+    return InputError("expected a JSON object, got null")
 
 
 def check_object(obj: Any, names: FieldNames) -> Article:
-    """The :class:`Article` of a parsed line (or the ``InputError`` :func:`_parse_line`
-    returned); raises ``InputError``/``InputTypeError`` (without a location) if invalid."""
+    """The :class:`Article` of a parsed line (or the ``InputError`` :func:`parse_json_line`
+    returned); raises ``InputError``/``InputTypeError`` (without a location) if invalid.
+
+    Any value a field can hold gives an ``InputError``: the builtin errors building the
+    article can raise on hostile values (a date that overflows in the conversion to UTC, an
+    integer too long to turn into an id) are turned into one here."""
     if isinstance(obj, InputError):
         raise obj
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}")
-    return Article.from_mapping(obj, names)
+    try:
+        return Article.from_mapping(obj, names)
+    except InputError:
+        raise
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise InputError(f"unusable value: {exc}") from exc
 
 
 def _parquet_objects(path: Path) -> Iterator[tuple[int, Any]]:

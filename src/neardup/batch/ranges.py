@@ -141,14 +141,14 @@ def _common_case(obj: object, fields: FieldNames) -> tuple[str, str, int] | None
             return doc_id, text, (parsed - _EPOCH) // _MICROSECOND
     try:
         date = parse_date(value)
-    except InputError:
+    except (InputError, OverflowError):  # check_object words both as InputError
         return None
     return doc_id, text, _date_us(date)
 
 
 def parse_range(part: ByteRange, fields: FieldNames, skip_invalid: bool) -> ParsedRange:
     """Read, parse and validate the lines of ``part`` (see :class:`ParsedRange`)."""
-    from neardup.batch.io import _parse_line  # the one per-line rule of the readers
+    from neardup.batch.io import parse_json_line as _parse_line  # the one per-line rule
 
     try:
         with open(part.path, "rb") as fh:

@@ -1,9 +1,10 @@
 """The ``neardup`` command line.
 
 Each command lives in its own module of this package and is loaded only when it is run, so
-``neardup --help`` stays fast.  Errors map to exit codes: a :class:`~neardup.errors.NearDupError`
-exits with its ``exit_code`` and a one-line message on stderr (no traceback); usage errors
-exit 2 (click's convention); an interrupted run exits 130.
+``neardup --help`` stays fast.  What every command does the same way (options, exit codes,
+Ctrl-C) is in :mod:`neardup.cli.common`.  Errors map to exit codes: a
+:class:`~neardup.errors.NearDupError` exits with its ``exit_code`` and a one-line message on
+stderr (no traceback); usage errors exit 2 (click's convention); an interrupted run exits 130.
 """
 
 from __future__ import annotations
@@ -51,7 +52,15 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="neardup")
 def cli() -> None:
-    """neardup: find near-duplicate and copied text in news, fast."""
+    """neardup: find near-duplicate and copied text in news, fast.
+
+    \b
+    Every command that reads articles takes --on-error stop|skip (stop by default),
+    replaces an existing output only with --force, draws progress bars only on a
+    terminal, and ends with a summary on stderr.  Exit codes: 0 done, 2 usage error,
+    65 bad input data, 66 missing input, 74 store or file I/O error, 77 wrong API
+    token, 130 interrupted.  docs/cli.md has the details.
+    """
 
 
 def main(argv: list[str] | None = None) -> Any:
@@ -70,5 +79,22 @@ def main(argv: list[str] | None = None) -> Any:
     except KeyboardInterrupt:
         click.echo("neardup: interrupted", err=True)
         sys.exit(130)
+    except SystemError as exc:
+        # Ctrl-C inside a compiled call of a command without safe points: the compiled
+        # dispatcher reports the KeyboardInterrupt it was handed as a SystemError.
+        if not _caused_by_interrupt(exc):
+            raise
+        click.echo("neardup: interrupted", err=True)
+        sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+
+
+def _caused_by_interrupt(exc: BaseException | None) -> bool:
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False

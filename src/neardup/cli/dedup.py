@@ -1,17 +1,42 @@
-"""``neardup dedup`` and ``neardup pairs``: batch corpus dedup (see ``docs/batch.md``)."""
+"""``neardup dedup`` and ``neardup pairs``: batch corpus dedup (see ``docs/batch.md``).
+
+The shared conventions (``neardup.cli.common``, docs/cli.md): ``--on-error``, ``--force``,
+``--progress``, the exit codes.  The work runs in a child process (:func:`run_isolated`):
+Ctrl-C kills it and its workers at once, removes any partial output and exits 130, so
+``OUTPUT`` is either complete (with its completion marker) or absent.  Finished partitions
+stay in the work folder, and the same command resumes from them; a run stopped by bad input
+removes the work folder it created (the input has to change, so nothing could resume).
+"""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from neardup.batch.engine import DedupSummary, dedup, find_pairs
+from neardup.batch.io import check_complete
 from neardup.batch.tasks import KEEP_POLICIES, METHODS, VERIFY_MODES, DedupConfig
+from neardup.cli.common import (
+    check_output,
+    force_option,
+    on_error_option,
+    progress_option,
+    require_input,
+    run_isolated,
+    show_progress,
+    warn,
+)
+from neardup.errors import ConflictError, IncompleteOutputError, InputError
 from neardup.records import FieldNames
 
 __all__ = ["dedup_command", "pairs_command"]
+
+# Files next to an output that belong to it: its completion marker and their temporaries.
+_SIBLINGS = (".complete", ".partial", ".complete.partial")
 
 
 def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -19,29 +44,64 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("input", type=click.Path(path_type=str)),
         click.option(
-            "-o", "--output", required=True, type=click.Path(dir_okay=False), help="JSONL output."
+            "-o",
+            "--output",
+            required=True,
+            type=click.Path(dir_okay=False),
+            help="JSON Lines output (.gz to compress); written only when complete.",
         ),
         click.option(
             "--method",
             type=click.Choice(METHODS),
             default="minhash",
             show_default=True,
-            help="Signature that makes candidate pairs.",
+            help="Signature that finds candidate pairs: minhash (word shingles, the general"
+            " choice), simhash (fastest, for near-identical copies), sentences (shared"
+            " sentences), spotsigs (stop-word anchored shingles, robust to page clutter).",
         ),
         click.option(
             "--verify",
             type=click.Choice(VERIFY_MODES),
             default="jaccard",
             show_default=True,
-            help="Exact check of candidates: shingle Jaccard, longest common substring, none.",
+            help="Exact check of each candidate pair: jaccard (shingle overlap), lcs (also"
+            " the longest common passage, slower), none (trust the signature's estimate).",
         ),
-        click.option("--num-perm", type=int, default=128, show_default=True),
-        click.option("--width", type=int, default=4, show_default=True, help="Shingle width."),
-        click.option("--bands", type=int, default=None, help="LSH bands (default: from T)."),
         click.option(
-            "--max-distance", type=int, default=3, show_default=True, help="SimHash bits."
+            "--num-perm",
+            type=int,
+            default=128,
+            show_default=True,
+            help="MinHash values per document: more gives closer estimates and costs time.",
         ),
-        click.option("--partition-size", type=int, default=5000, show_default=True),
+        click.option(
+            "--width",
+            type=int,
+            default=4,
+            show_default=True,
+            help="Words per shingle: smaller finds looser copies, larger only close ones.",
+        ),
+        click.option(
+            "--bands",
+            type=int,
+            default=None,
+            help="LSH bands (default: chosen from the threshold so few true pairs are missed).",
+        ),
+        click.option(
+            "--max-distance",
+            type=int,
+            default=3,
+            show_default=True,
+            help="With --method simhash: the most bits (of 64) in which a candidate pair may"
+            " differ.",
+        ),
+        click.option(
+            "--partition-size",
+            type=int,
+            default=5000,
+            show_default=True,
+            help="Documents per unit of work (smaller: less memory per worker, more units).",
+        ),
         click.option("--scheduler", default=None, help="Dask scheduler address (default: local)."),
         click.option(
             "--workers",
@@ -63,14 +123,20 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="Existing corpus: only documents of INPUT are removed.",
         ),
-        click.option("--skip-invalid", is_flag=True, help="Skip and count malformed lines."),
+        on_error_option,
         click.option("--id-field", default="id", show_default=True),
         click.option("--text-field", default="text", show_default=True),
         click.option("--date-field", default="date", show_default=True),
         click.option("--title-field", default="title", show_default=True),
         click.option("--source-field", default="source", show_default=True),
-        click.option("--work-dir", default=None, help="Intermediate files (default OUTPUT.work)."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress bars or summary."),
+        click.option(
+            "--work-dir",
+            default=None,
+            help="Intermediate files, kept after an interruption so the same command resumes"
+            " (default: OUTPUT.work next to the output).",
+        ),
+        force_option,
+        progress_option,
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -100,16 +166,29 @@ def _config(opts: dict[str, Any], **extra: Any) -> DedupConfig:
     )
 
 
-def _print_summary(summary: DedupSummary, what: str) -> None:
+def _print_summary(summary: DedupSummary, kind: str, opts: dict[str, Any]) -> None:
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in summary.stage_seconds.items())
+    if summary.documents == 0 and summary.existing_documents == 0:
+        warn(f"{opts['input']} holds no document")
     lines = [
         f"documents: {summary.documents}"
-        + (f" (+{summary.existing_documents} existing)" if summary.existing_documents else ""),
-        f"clusters: {summary.clusters}",
-        f"removed: {summary.removed}",
-        f"{what}: {summary.verified_pairs} of {summary.candidate_pairs} candidate pairs verified",
-        f"empty texts: {summary.empty}; skipped invalid: {summary.invalid}; "
-        f"skipped duplicate ids: {summary.duplicate_ids}",
+        + (f" (+{summary.existing_documents} existing)" if summary.existing_documents else "")
+    ]
+    if kind == "dedup":
+        lines += [
+            f"clusters: {summary.clusters}",
+            f"removed: {summary.removed}",
+            f"duplicates: {summary.verified_pairs} of {summary.candidate_pairs} candidate"
+            " pairs verified",
+        ]
+    else:
+        lines.append(
+            f"pairs written: {summary.verified_pairs} of {summary.candidate_pairs} candidate"
+            " pairs verified"
+        )
+    lines += [
+        f"empty texts: {summary.empty}; malformed lines skipped: {summary.invalid}; "
+        f"duplicate ids skipped: {summary.duplicate_ids}",
         f"time: {summary.seconds:.1f}s ({stages})",
     ]
     if summary.resumed_partitions:
@@ -120,22 +199,74 @@ def _print_summary(summary: DedupSummary, what: str) -> None:
 
 
 def _run(kind: str, opts: dict[str, Any], config: DedupConfig, write_kept: str | None) -> None:
+    require_input(opts["input"])
+    if opts["against"] is not None:
+        require_input(opts["against"], "--against corpus")
+    out = Path(opts["output"])
+    targets = [out] + ([Path(write_kept)] if write_kept is not None else [])
+    for target in targets:
+        check_output(target, opts["force"], extra=_SIBLINGS)
+    work = Path(opts["work_dir"]) if opts["work_dir"] else out.with_name(out.name + ".work")
+    fresh_work = not work.exists()
     common = {
         "against": opts["against"],
         "fields": _fields(opts),
-        "skip_invalid": opts["skip_invalid"],
+        "skip_invalid": opts["on_error"] == "skip",
         "scheduler": opts["scheduler"],
         "workers": opts["workers"],
         "worker_reads": not opts["driver_reads"],
-        "work_dir": opts["work_dir"],
-        "progress": not opts["quiet"],
+        "work_dir": work,
+        "progress": show_progress(opts["progress"]),
     }
-    if kind == "dedup":
-        summary = dedup(opts["input"], opts["output"], config, write_kept=write_kept, **common)
-    else:
-        summary = find_pairs(opts["input"], opts["output"], config, **common)
-    if not opts["quiet"]:
-        _print_summary(summary, "pairs" if kind == "pairs" else "duplicates")
+
+    def work_fn() -> DedupSummary:
+        if kind == "dedup":
+            return dedup(opts["input"], out, config, write_kept=write_kept, **common)
+        return find_pairs(opts["input"], out, config, **common)
+
+    def on_interrupt() -> None:
+        _remove_unfinished(targets)
+        _report_work(work, fresh_work)
+
+    try:
+        summary = run_isolated(work_fn, on_interrupt)
+    except (InputError, ConflictError):
+        if fresh_work:  # made by this run for an input that must now change: nothing to resume
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+    _print_summary(summary, kind, opts)
+
+
+def _remove_unfinished(targets: list[Path]) -> None:
+    """Remove what an interrupted run left of its outputs: temporaries, and an output whose
+    completion marker is missing (it can only be this run's: an existing output is refused
+    without --force and removed with it)."""
+    for target in targets:
+        for suffix in (".partial", ".complete.partial"):
+            target.with_name(target.name + suffix).unlink(missing_ok=True)
+        if target.exists():
+            try:
+                check_complete(target)
+            except IncompleteOutputError:
+                target.unlink(missing_ok=True)
+                target.with_name(target.name + ".complete").unlink(missing_ok=True)
+            else:
+                click.echo(f"neardup: {target} was finished before the interruption", err=True)
+
+
+def _report_work(work: Path, fresh: bool) -> None:
+    """Say what happens to the work folder after an interruption."""
+    if not work.is_dir():
+        return
+    finished = any(p.name.startswith(("sig.done-", "pay.done-")) for p in work.iterdir())
+    if fresh and not finished:
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    click.echo(
+        f"neardup: finished partitions are kept in {work}; the same command resumes from them"
+        " (delete that folder to start over)",
+        err=True,
+    )
 
 
 @click.command("dedup")
@@ -154,9 +285,14 @@ def _run(kind: str, opts: dict[str, Any], config: DedupConfig, write_kept: str |
     show_default=True,
     help="Which document of a cluster is kept.",
 )
-@click.option("--write-kept", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--write-kept",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write the kept documents, with all their fields, to this JSON Lines file.",
+)
 def dedup_command(threshold: float, keep: str, write_kept: str | None, **opts: Any) -> None:
-    """Deduplicate INPUT (JSONL, .jsonl.gz, Parquet or a directory of them).
+    """Deduplicate INPUT (JSONL, .jsonl.gz, Parquet or a folder of them).
 
     Writes one row per document to OUTPUT: {"id", "cluster", "duplicate_of", "score"}.
     """
@@ -172,8 +308,20 @@ def dedup_command(threshold: float, keep: str, write_kept: str | None, **opts: A
     show_default=True,
     help="Minimum verified score of a reported pair.",
 )
-@click.option("--duplicate-score", type=float, default=0.8, show_default=True)
-@click.option("--partial-containment", type=float, default=0.8, show_default=True)
+@click.option(
+    "--duplicate-score",
+    type=float,
+    default=0.8,
+    show_default=True,
+    help="A pair scoring at least this is labelled duplicate (else partial or similar).",
+)
+@click.option(
+    "--partial-containment",
+    type=float,
+    default=0.8,
+    show_default=True,
+    help="A pair whose shorter text is at least this much inside the longer is partial.",
+)
 def pairs_command(
     min_score: float, duplicate_score: float, partial_containment: float, **opts: Any
 ) -> None:

@@ -1,12 +1,15 @@
-"""``neardup demo``: deduplicate a realistic search result set drawn from real news.
+"""``neardup demo``: deduplicate a search result set drawn from news, with planted copies.
 
-What it does (seed 000's realtime job, end to end): draws ``--size`` real Reuters-21578
-articles, plants edited copies of some of them at later ranks (re-sends, corrections with a
-few words changed, trimmed versions, heavily rewritten ones; deterministic with ``--seed``),
-signs every article offline with the sentence sketch, then runs
-:func:`neardup.dedup_result_set` and prints which positions were kept, which were removed as
-duplicates of which earlier position, how each planted copy fared, and the timing of the
-dedup (cold, warm, and a cache hit).
+What it does (the realtime result-set job, end to end): draws ``--size`` articles, plants
+edited copies of some of them at later ranks (re-sends, corrections with a few words
+changed, trimmed versions, heavily rewritten ones; deterministic with ``--seed``), signs
+every article offline with the sentence sketch, then runs :func:`neardup.dedup_result_set`
+and prints which positions were kept, which were removed as duplicates of which earlier
+position, how each planted copy fared, and the timing of the dedup (cold, warm, and a cache
+hit).  The articles are real Reuters-21578 stories when the shared data is found (``--data``,
+``$NEARDUP_DATA`` or ``../shared/data``), else the twelve synthetic stories neardup ships
+(:mod:`neardup.samples`); the first line of the output says which.  A planted copy is shown
+under its own id, ``<original id>~<edit>``.
 
 The copy generator (:func:`plant_copies`) is also used by the tests and benchmarks of the
 result-set dedup, so every figure there is measured on the same kind of set.
@@ -17,17 +20,18 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
-import os
 import random
 import statistics
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from neardup.errors import InputError, StoreError
+from neardup.cli.common import shared_data
+from neardup.errors import InputError, NotFoundError, StoreError
 
 __all__ = ["EDITS", "Planted", "demo", "edit_text", "load_articles", "plant_copies"]
 
@@ -36,39 +40,73 @@ EDITS = ("resend", "correction", "trimmed", "rewritten")
 _FILLER = ["reportedly", "sharply", "again", "officially", "late", "early", "fully", "partly"]
 
 
-def default_data_dir() -> Path:
-    """``$NEARDUP_DATA`` or ``../shared/data`` next to the working tree."""
-    env = os.environ.get("NEARDUP_DATA")
-    if env:
-        return Path(env)
-    candidates = [Path.cwd().parent / "shared" / "data"]
-    candidates += [p / "shared" / "data" for p in Path(__file__).resolve().parents[3:5]]
-    return next((c for c in candidates if c.is_dir()), candidates[0])
-
-
 def load_articles(path: Path, limit: int, min_chars: int = 200) -> list[dict[str, Any]]:
     """The first ``limit`` articles of a Reuters ``docs.jsonl.gz`` with some body text."""
+    from neardup.batch.io import parse_json_line
+
     if not path.exists():
-        raise StoreError(
+        raise NotFoundError(
             f"no data at {path}: pass --data with the path of reuters21578/docs.jsonl.gz "
             "(or set NEARDUP_DATA to the shared/data folder)"
         )
     out: list[dict[str, Any]] = []
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
+        with gzip.open(path, "rb") as fh:
             for line_no, line in enumerate(fh, 1):
-                try:
-                    doc = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}:{line_no}: not JSON ({exc.msg})") from exc
+                doc = parse_json_line(line)
+                if isinstance(doc, InputError):
+                    raise InputError(f"{path}:{line_no}: {doc}")
                 text = doc.get("text") if isinstance(doc, dict) else None
                 if isinstance(text, str) and len(text) >= min_chars:
                     out.append(doc)
                     if len(out) >= limit:
                         break
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise StoreError(f"cannot read {path}: {exc}") from exc
     return out
+
+
+def _pool(data: Path | None, need: int) -> tuple[list[dict[str, Any]], str]:
+    """Articles to draw from and a phrase saying what they are: Reuters-21578 when found,
+    else the synthetic sample stories."""
+    if data is not None:
+        path = data
+        if path.is_dir():
+            path = (
+                path / "reuters21578" / "docs.jsonl.gz"
+                if (path / "reuters21578").is_dir()
+                else path / "docs.jsonl.gz"
+            )
+        return load_articles(path, need), f"real Reuters articles from {path}"
+    try:
+        folder = shared_data(None, "reuters21578", "docs.jsonl.gz")
+    except NotFoundError:
+        from neardup.samples import sample_stories
+
+        stories = [{"id": a.id, "text": a.text, "title": a.title} for a in sample_stories()]
+        return stories, (
+            "synthetic sample stories shipped with neardup (Reuters-21578 not found: pass"
+            " --data or set NEARDUP_DATA for real articles)"
+        )
+    path = folder / "reuters21578" / "docs.jsonl.gz"
+    return load_articles(path, need), f"real Reuters articles from {path}"
+
+
+def planted_ids(base_ids: Sequence[str], labels: Sequence[str]) -> list[str]:
+    """The id of each position: an original keeps its id, a planted copy is
+    ``<original id>~<edit>`` (``~2``, ``~3``... when the same edit is planted twice)."""
+    ids: list[str] = []
+    seen: dict[str, int] = {}
+    for label in labels:
+        kind, n = label.split(":")
+        base = base_ids[int(n)]
+        if kind == "orig":
+            ids.append(base)
+            continue
+        name = f"{base}~{kind.removesuffix('-of')}"
+        seen[name] = seen.get(name, 0) + 1
+        ids.append(name if seen[name] == 1 else f"{name}~{seen[name]}")
+    return ids
 
 
 def _sentences(text: str) -> list[str]:
@@ -164,14 +202,15 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
     "--data",
     type=click.Path(path_type=Path),
     default=None,
-    help="reuters21578/docs.jsonl.gz (default: $NEARDUP_DATA or ../shared/data).",
+    help="reuters21578/docs.jsonl.gz or the folder holding it (default: $NEARDUP_DATA or"
+    " ../shared/data; without either, the synthetic sample stories).",
 )
 @click.option(
     "--size",
     type=click.IntRange(1, 20000),
     default=100,
     show_default=True,
-    help="Real articles in the result set.",
+    help="Articles drawn for the result set (at most the 12 sample stories without Reuters).",
 )
 @click.option(
     "--copies",
@@ -185,16 +224,24 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
     type=click.FloatRange(0.0, 1.0, min_open=True),
     default=0.5,
     show_default=True,
-    help="Near-duplicate when sentence Jaccard >= this.",
+    help="Near-duplicate when the share of sentences in common (Jaccard) is at least this;"
+    " lower it to catch more heavily edited copies.",
 )
 @click.option(
     "--k",
     "k",
     type=click.IntRange(1, 1 << 16),
     default=None,
-    help="Sentence sketch size (default: the sketch default).",
+    help="Sentences kept per signature (default: the sketch's; more gives closer estimates"
+    " on long articles).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Draw and edit seed.")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Which articles are drawn and how they are edited.",
+)
 @click.option(
     "--offset",
     type=click.IntRange(0),
@@ -213,24 +260,18 @@ def demo(
     offset: int,
     as_json: bool,
 ) -> None:
-    """Deduplicate a result set of real Reuters articles with planted edited copies."""
+    """Deduplicate a result set of news articles with planted edited copies."""
     from neardup.detect.resultset import ResultSetDeduper
     from neardup.sketch import sign
 
-    path = data or default_data_dir() / "reuters21578" / "docs.jsonl.gz"
-    if path.is_dir():
-        path = (
-            path / "reuters21578" / "docs.jsonl.gz"
-            if (path / "reuters21578").is_dir()
-            else path / "docs.jsonl.gz"
-        )
-    pool = load_articles(path, offset + size * 4)[offset:]
+    everything, what = _pool(data, offset + size * 4)
+    pool = everything[offset:]
     if not pool:
-        raise InputError(f"{path}: no article with body text to draw from")
+        raise InputError(f"no article with body text to draw from ({what})")
     rng = random.Random(seed)
     docs = rng.sample(pool, min(size, len(pool)))
     texts, labels, planted = plant_copies([d["text"] for d in docs], copies, seed)
-    ids = [str(docs[int(lab.split(":")[1])].get("id", "?")) for lab in labels]
+    ids = planted_ids([str(d.get("id", "?")) for d in docs], labels)
 
     params = {} if k is None else {"k": k}
     start = time.perf_counter()
@@ -263,7 +304,7 @@ def demo(
     planted_pos = {p.position for p in planted}
     natural = [(i, r) for i, r in removed if i not in planted_pos]
     report = {
-        "data": str(path),
+        "data": what,
         "articles": len(docs),
         "planted_copies": len(planted),
         "result_set_size": len(texts),
@@ -298,14 +339,14 @@ def demo(
         click.echo(json.dumps(report, indent=2))
         return
     click.echo(
-        f"result set: {len(texts)} articles ({len(docs)} real Reuters articles from "
-        f"{path}, {len(planted)} edited copies planted, seed {seed})"
+        f"result set: {len(texts)} articles ({len(docs)} {what}; {len(planted)} edited copies"
+        f" planted, seed {seed})"
     )
     click.echo(f"threshold {threshold}, sentence sketch k={k or 'default'}")
     click.echo(f"kept {len(kept)}, removed {len(removed)} as near-duplicates of an earlier rank:")
     for i, r in removed:
         mark = "planted " + labels[i].split("-of")[0] if i in planted_pos else "natural"
-        click.echo(f"  #{i:<4} (id {ids[i]:>6}) duplicates #{r:<4} (id {ids[r]:>6})   [{mark}]")
+        click.echo(f"  #{i:<4} (id {ids[i]}) duplicates #{r:<4} (id {ids[r]})   [{mark}]")
     click.echo(
         f"planted copies found: {found}/{len(planted)}  "
         + ", ".join(f"{e} {v[0]}/{v[1]}" for e, v in per_edit.items() if v[1])

@@ -22,7 +22,10 @@ calls it and prints.
   (:mod:`neardup.evaluation.stream_quality`; the report's section 6).
 
 Output of ``eval``: a readable summary, or one JSON object with ``--json``.  Errors are
-:class:`~neardup.errors.NearDupError` subclasses, mapped to exit codes by ``neardup.cli.main``.
+:class:`~neardup.errors.NearDupError` subclasses, mapped to exit codes by ``neardup.cli.main``
+(docs/cli.md).  ``synth`` reads its corpus by the shared ``--on-error`` convention; the
+``eval`` commands measure, so they never skip: a malformed line stops them (exit 65) with
+its file and line.  Commands that need the shared data say where they looked (exit 66).
 """
 
 from __future__ import annotations
@@ -30,13 +33,25 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from neardup.errors import ConfigError, StoreError
+from neardup.batch.io import check_object, parse_json_line
+from neardup.cli.common import (
+    BadLines,
+    check_output,
+    force_option,
+    input_lines,
+    on_error_option,
+    require_input,
+    shared_data,
+    warn,
+)
+from neardup.errors import ConfigError, InputError, StoreError
+from neardup.records import Article, FieldNames
 
 __all__ = ["eval_group", "synth"]
 
@@ -52,16 +67,9 @@ def _json_option(help: str = "Print one JSON object.") -> Callable[[_F], _F]:
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
-def _data_option(help: str, default: Path | None = None) -> Callable[[_F], _F]:
-    """``--data``: the shared data folder."""
-    return click.option(
-        "--data",
-        "data_dir",
-        type=_DIR,
-        default=default,
-        show_default=default is not None,
-        help=help,
-    )
+def _data_option(help: str) -> Callable[[_F], _F]:
+    """``--data``: the shared data folder (default: ``$NEARDUP_DATA`` or ``../shared/data``)."""
+    return click.option("--data", "data_dir", type=_DIR, default=None, help=help)
 
 
 def _plots_option(help: str) -> Callable[[_F], _F]:
@@ -70,28 +78,55 @@ def _plots_option(help: str) -> Callable[[_F], _F]:
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    _write_text(
+        path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    )
+
+
+def _write_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".partial")
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:
+        tmp.unlink(missing_ok=True)
         raise StoreError(f"cannot write {path}: {exc}") from exc
 
 
+def _corpus_articles(path: str, bad: BadLines, seen: list[int]) -> Iterator[Article]:
+    """The articles of a JSON Lines corpus by the shared ``--on-error`` convention; counts
+    the non-blank lines in ``seen[0]``."""
+    fields = FieldNames()
+    for line_no, raw in input_lines(path):
+        obj = parse_json_line(raw)
+        if obj is None:
+            continue
+        seen[0] += 1
+        try:
+            yield check_object(obj, fields)
+        except InputError as exc:
+            bad.report(line_no, exc)
+
+
 @click.command("synth")
-@click.argument("corpus", type=_FILE)
+@click.argument("corpus", type=click.Path(dir_okay=False))
 @click.option(
     "-o",
     "--out",
     "out_dir",
     required=True,
     type=click.Path(path_type=Path),
-    help="Output directory (created): docs.jsonl, labels.jsonl, manifest.json.",
+    help="Output folder (created; if it holds files, only with --force): docs.jsonl,"
+    " labels.jsonl, manifest.json.",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
-@click.option("--copies-per-doc", default=3, show_default=True, type=int)
+@click.option(
+    "--copies-per-doc",
+    default=3,
+    show_default=True,
+    type=int,
+    help="Edited copies made of each original.",
+)
 @click.option(
     "--negatives",
     "negatives_per_doc",
@@ -114,7 +149,13 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     type=int,
     help="Eligible originals taken from the start of the corpus.",
 )
-@click.option("--min-words", default=60, show_default=True, type=int)
+@click.option(
+    "--min-words",
+    default=60,
+    show_default=True,
+    type=int,
+    help="Originals need at least this many words.",
+)
 @click.option(
     "--edits",
     default=None,
@@ -127,8 +168,10 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     show_default=True,
     help="Copy label rule for `label` (docs/eval.md); labels.jsonl carries both in `labels`.",
 )
+@on_error_option
+@force_option
 def synth(
-    corpus: Path,
+    corpus: str,
     out_dir: Path,
     seed: int,
     copies_per_doc: int,
@@ -138,10 +181,14 @@ def synth(
     min_words: int,
     edits: str | None,
     label_rule: str,
+    on_error: str,
+    force: bool,
 ) -> None:
     """Make a labelled near-duplicate benchmark from CORPUS (JSON Lines, .gz allowed)."""
-    from neardup.evaluation.pairs import read_jsonl
     from neardup.evaluation.synth import COPY_EDITS, SynthConfig, synthesize
+
+    require_input(corpus)
+    check_output(out_dir, force)
 
     chosen = tuple(e.strip() for e in edits.split(",") if e.strip()) if edits else COPY_EDITS
     cfg = SynthConfig(
@@ -154,7 +201,14 @@ def synth(
         edits=chosen,
         label_rule=label_rule,
     )
-    result = synthesize(read_jsonl(corpus), cfg)
+    bad = BadLines(on_error, corpus)
+    seen = [0]
+    try:
+        result = synthesize(_corpus_articles(corpus, bad, seen), cfg)
+    except InputError:
+        if seen[0] == 0:
+            warn(f"{corpus} holds no document")
+        raise
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -169,10 +223,11 @@ def synth(
         "pairs": len(result.pairs),
         "labels": result.label_counts(),
     }
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    _write_text(out_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.label_counts().items()))
     click.echo(
-        f"wrote {len(result.docs)} documents and {len(result.pairs)} pairs ({counts}) to {out_dir}",
+        f"neardup synth: wrote {len(result.docs)} documents and {len(result.pairs)} pairs"
+        f" ({counts}) to {out_dir}; {bad.summary()}",
         err=True,
     )
 
@@ -240,8 +295,15 @@ def _pairs_text(results: dict[str, Any], threshold: float | None) -> str:
     default=None,
     help="Decision threshold (default: each method's own default).",
 )
-@click.option("--id-fields", default="id1,id2", show_default=True)
-@click.option("--label-field", default="label", show_default=True)
+@click.option(
+    "--id-fields",
+    default="id1,id2",
+    show_default=True,
+    help="The two fields of a LABELS line that name the pair's documents.",
+)
+@click.option(
+    "--label-field", default="label", show_default=True, help="The field holding the label."
+)
 @click.option(
     "--positive",
     default="duplicate",
@@ -346,6 +408,11 @@ def clusters_cmd(
     if items_from is not None:
         items = {str(o["id"]) for o in read_jsonl(items_from) if "id" in o}
     r = evaluate_clusters(truth, pred, items)
+    if pred and r["unknown_predicted_ids"] == len(pred):
+        warn(
+            f"no id of {predicted} is in the gold ids: the scores compare unrelated sets"
+            " (check --cluster-field, or give --items)"
+        )
     b = r["bcubed"]
     _emit(
         r,
@@ -372,22 +439,25 @@ def _hook(module_name: str, function: str) -> Any:
 
 
 # HOOK (eval origin): neardup.evaluation.origin.run_experiment(out_dir, data_dir=, quick=)
-# runs seed 004's DO / TF / ssr grid on the Reuters copy stream (written by the origin helper).
+# runs the DO / TF / ssr grid on the Reuters copy stream.
 @eval_group.command("origin")
 @click.option(
     "--out",
     "out_dir",
     type=_DIR,
-    default=Path("docs/origin"),
-    show_default=True,
-    help="Where results.json, results.md and the plots are written.",
+    required=True,
+    help="Folder for results.json, results.md and the plots (created; if it holds files,"
+    " only with --force).",
 )
-@_data_option("The shared data folder (default: ../shared/data).")
-@click.option("--quick", is_flag=True, help="Two memory sizes only.")
-def origin_cmd(out_dir: Path, data_dir: Path | None, quick: bool) -> None:
-    """Origin detection quality (DO, TF, ssr of seed 004) on the Reuters copy stream."""
+@_data_option("The shared data folder (default: $NEARDUP_DATA or ../shared/data).")
+@click.option("--quick", is_flag=True, help="Two memory sizes only (minutes instead of hours).")
+@force_option
+def origin_cmd(out_dir: Path, data_dir: Path | None, quick: bool, force: bool) -> None:
+    """Origin detection quality (DO, TF, ssr) on the Reuters copy stream."""
+    data = shared_data(data_dir, "reuters21578", "docs.jsonl.gz")
+    check_output(out_dir, force)
     run = _hook("origin", "run_experiment")
-    run(out_dir, data_dir=data_dir, quick=quick, progress=lambda m: click.echo(m, err=True))
+    run(out_dir, data_dir=data, quick=quick, progress=lambda m: click.echo(m, err=True))
     click.echo(f"wrote {out_dir / 'results.md'} and {out_dir / 'results.json'}", err=True)
 
 
@@ -395,7 +465,7 @@ def origin_cmd(out_dir: Path, data_dir: Path | None, quick: bool) -> None:
 # method=, split=) -> {category: AlignmentScore}: character-level precision/recall/F1 of the
 # passages an aligner finds in PAN13 (suspicious side) and, for "passages", the PAN measures.
 @eval_group.command("alignment")
-@_data_option("The shared data folder (default: ../shared/data).")
+@_data_option("The shared data folder (default: $NEARDUP_DATA or ../shared/data).")
 @click.option("--limit", type=int, default=None, help="At most this many pairs per category.")
 @click.option(
     "--method",
@@ -416,9 +486,8 @@ def alignment_cmd(
     data_dir: Path | None, limit: int | None, method: str, split: str, as_json: bool
 ) -> None:
     """Character-level passage alignment quality on PAN13, per obfuscation category."""
-    scores = _hook("alignment", "evaluate_alignment")(
-        data_dir, limit=limit, method=method, split=split
-    )
+    data = shared_data(data_dir, "pan13_text_alignment", "docs.jsonl.gz")
+    scores = _hook("alignment", "evaluate_alignment")(data, limit=limit, method=method, split=split)
     plain = {c: s.to_dict() for c, s in scores.items()}
     lines = [
         f"{'category':28} {'pairs':>6} {'P':>7} {'R':>7} {'F1':>7} | {'PAN P':>7} {'PAN R':>7}"

@@ -1,4 +1,4 @@
-"""``neardup ingest INPUT.jsonl --store PATH``: the news stream from the command line.
+"""``neardup ingest INPUT.jsonl [--store PATH]``: the news stream from the command line.
 
 Prints one JSON decision per input article on stdout, in input order::
 
@@ -6,63 +6,52 @@ Prints one JSON decision per input article on stdout, in input order::
      [{"id": ..., "score": ...}], "event": ...}
 
 (``--evidence`` adds the matches with their distances and scores).  Decisions are printed
-after their batch is committed, so a printed decision is durable.  A progress bar is shown on
-stderr when stderr is a terminal, and a summary at the end.
+after their batch is committed, so a printed decision is durable, and a summary ends the run
+on stderr.  The store is ``./neardup.db`` unless ``--store`` names another (the same default
+as ``neardup serve``).  ``INPUT`` may be ``-`` (stdin) or gzip-compressed.
 
-Bad input (a line that is not JSON or not an object, missing ``id`` or ``text``, an
-unparsable ``date``, empty or oversized text, the same id with different text): with
-``--on-error skip`` (default) the line is reported on stderr with its line number, counted,
-and skipped; everything else is ingested and the command exits 65 at the end if anything was
-skipped.  With ``--on-error stop`` it stops at the first bad line and exits 65: a line that
-is not a JSON object stops before anything after it; an article refused inside a batch (bad
-field, conflicting re-ingest) stops after that batch, whose other articles are committed and
-printed.  Either way nothing valid is lost and the store is consistent.  ``INPUT`` may be
-``-`` (stdin) or gzip-compressed (``.gz``).
+Input lines follow the shared convention (``neardup.cli.common``, docs/cli.md): a malformed
+line (not JSON, not an object, no ``id`` or ``text``, a bad ``date``, an article the stream
+refuses, the same id with different text) stops the command with ``FILE:LINE: reason`` and
+exit 65 (``--on-error stop``, the default), after committing and printing every article
+before it; with ``--on-error skip`` it is shown, counted and skipped.  An article whose text
+has no word at all (a wire BRIEF item, say) is not an error: it is counted as empty and not
+stored.  Ctrl-C stops after the current batch (committed and printed) with exit 130.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 import click
 
-from neardup.errors import InputError, NearDupError
+from neardup.batch.io import check_object, parse_json_line
+from neardup.cli.common import (
+    DATA_ERRORS,
+    BadLines,
+    Interrupts,
+    input_lines,
+    on_error_option,
+    progress_option,
+    require_input,
+    show_progress,
+    warn,
+)
+from neardup.errors import InputError
+from neardup.records import Article, FieldNames
 
 __all__ = ["ingest"]
 
-
-def _lines(path: str) -> Iterator[tuple[int, bytes]]:
-    if path == "-":
-        stream: IO[bytes] = sys.stdin.buffer
-        yield from enumerate(stream, start=1)
-        return
-    try:
-        with open(path, "rb") as raw:
-            fh: IO[bytes] = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw  # type: ignore[assignment]
-            yield from enumerate(fh, start=1)
-    except OSError as exc:
-        raise click.FileError(path, hint=str(exc)) from exc
+_FIELDS = FieldNames()
 
 
-def _parse(line_no: int, raw: bytes) -> dict[str, Any] | InputError | None:
-    stripped = raw.strip()
-    if not stripped:
-        return None
-    try:
-        data = json.loads(stripped.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        return InputError(f"line {line_no}: not UTF-8 ({exc.reason} at byte {exc.start})")
-    except json.JSONDecodeError as exc:
-        return InputError(f"line {line_no}: not valid JSON ({exc.msg}, column {exc.colno})")
-    if not isinstance(data, dict):
-        return InputError(f"line {line_no}: expected a JSON object, got {type(data).__name__}")
-    return data
+def has_words(text: str) -> bool:
+    """False for a text with no letter or digit (empty, blank, punctuation only)."""
+    return any(ch.isalnum() for ch in text)
 
 
 @click.command("ingest")
@@ -72,34 +61,26 @@ def _parse(line_no: int, raw: bytes) -> dict[str, Any] | InputError | None:
     "store",
     default="neardup.db",
     show_default=True,
-    help="Store URL or path (sqlite file, sqlite:///path, postgresql://...).",
+    help="Where articles are stored: a SQLite file (a path, or sqlite:///PATH relative to"
+    " this folder) or postgresql://user@host/db. The same default as neardup serve.",
 )
-@click.option(
-    "--on-error",
-    type=click.Choice(["skip", "stop"]),
-    default="skip",
-    show_default=True,
-    help="Skip and count bad lines, or stop at the first one.",
-)
+@on_error_option
 @click.option(
     "--batch-size",
     type=click.IntRange(1, 100_000),
     default=256,
     show_default=True,
-    help="Articles per committed transaction.",
+    help="Articles per committed transaction (larger: faster; smaller: decisions appear sooner).",
 )
 @click.option(
     "--window-days",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help="Only match stored articles dated within this many days.",
+    help="Only match stored articles dated within this many days of the new one (default:"
+    " any date).",
 )
-@click.option("--evidence", is_flag=True, help="Add matches, distances and scores.")
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bar on stderr (default: when stderr is a terminal).",
-)
+@click.option("--evidence", is_flag=True, help="Add the matches with their distances and scores.")
+@progress_option
 def ingest(
     input_path: str,
     store: str,
@@ -113,72 +94,108 @@ def ingest(
     from tqdm import tqdm
 
     from neardup.api import NewsIndex
-    from neardup.detect.stream import Decision, StreamConfig
+    from neardup.detect.stream import StreamConfig
 
+    if input_path != "-":
+        require_input(input_path)  # before the store is created
     config = StreamConfig(
         window_seconds=None if window_days is None else window_days * 86_400.0,
     )
-    show = sys.stderr.isatty() if progress is None else progress
-    counts: Counter[str] = Counter()
-    errors = 0
+    run = _Run(BadLines(on_error, input_path), evidence)
     started = time.perf_counter()
-    out = sys.stdout
-    with (
-        NewsIndex(store=store, config=config) as news,
-        tqdm(disable=not show, unit=" articles", file=sys.stderr, dynamic_ncols=True) as bar,
-    ):
-        batch: list[tuple[int, dict[str, Any]]] = []
-        stop_error: NearDupError | None = None
+    try:
+        with (
+            Interrupts() as stop,
+            NewsIndex(store=store, config=config) as news,
+            tqdm(
+                disable=not show_progress(progress),
+                unit=" articles",
+                file=sys.stderr,
+                dynamic_ncols=True,
+            ) as bar,
+        ):
+            run.opened = True
+            batch: list[tuple[int, Article]] = []
+            for line_no, raw in stop.iterate(input_lines(input_path)):
+                obj = parse_json_line(raw)
+                if obj is None:
+                    continue
+                run.lines += 1
+                try:
+                    article = check_object(obj, _FIELDS)
+                except InputError as exc:
+                    run.flush(news, batch, bar)  # keep the output in input order
+                    run.bad.report(line_no, exc)
+                    continue
+                if not has_words(article.text):
+                    run.counts["empty"] += 1
+                    continue
+                batch.append((line_no, article))
+                if len(batch) >= batch_size:
+                    run.flush(news, batch, bar)
+                    stop.check()
+            run.flush(news, batch, bar)
+            run.finished = True
+    finally:
+        if run.opened:
+            run.summarise(time.perf_counter() - started, input_path)
 
-        def flush() -> None:
-            nonlocal errors, stop_error
-            results = news.ingest_many([d for _, d in batch], batch_size=len(batch) or 1)
-            for (line_no, _), result in zip(batch, results, strict=True):
-                if isinstance(result, Decision):
-                    counts["replayed" if result.replayed else result.status] += 1
-                    if result.event:
-                        counts["in_event"] += 1
-                    out.write(json.dumps(result.to_dict(evidence=evidence)) + "\n")
-                else:
-                    errors += 1
-                    click.echo(f"neardup: line {line_no}: {result}", err=True)
-                    if on_error == "stop" and stop_error is None:
-                        stop_error = result
-            out.flush()
-            bar.update(len(batch))
-            batch.clear()
 
-        for line_no, raw in _lines(input_path):
-            parsed = _parse(line_no, raw)
-            if parsed is None:
-                continue
-            if isinstance(parsed, InputError):
-                flush()  # keep output in input order
-                if stop_error is not None:
-                    break
-                errors += 1
-                click.echo(f"neardup: {parsed}", err=True)
-                if on_error == "stop":
-                    stop_error = parsed
-                    break
-                continue
-            batch.append((line_no, parsed))
-            if len(batch) >= batch_size:
-                flush()
-                if stop_error is not None:
-                    break
-        if stop_error is None:
-            flush()
-        elapsed = time.perf_counter() - started
-    total = sum(counts[s] for s in ("new", "duplicate", "partial", "similar", "replayed"))
-    rate = total / elapsed if elapsed > 0 else 0.0
-    click.echo(
-        f"neardup ingest: {total} articles in {elapsed:.1f} s ({rate:,.0f}/s): "
-        f"{counts['new']} new, {counts['duplicate']} duplicate, {counts['partial']} partial, "
-        f"{counts['similar']} similar, "
-        f"{counts['replayed']} already stored, {counts['in_event']} in events; "
-        f"{errors} skipped with errors",
-        err=True,
-    )
-    if errors:
-        sys.exit(InputError.exit_code)
+class _Run:
+    """Counters and the batch flush of one ``neardup ingest`` run."""
+
+    def __init__(self, bad: BadLines, evidence: bool) -> None:
+        self.bad = bad
+        self.evidence = evidence
+        self.counts: Counter[str] = Counter()
+        self.lines = 0
+        self.opened = self.finished = False
+
+    def flush(self, news: Any, batch: list[tuple[int, Article]], bar: Any) -> None:
+        """Commit the batch, print its decisions, then report its refused articles."""
+        if not batch:
+            return
+        from neardup.detect.stream import Decision
+
+        articles = [a for _, a in batch]
+        try:
+            results: list[Any] = news.ingest_many(articles, batch_size=len(articles))
+        except DATA_ERRORS:
+            # A value no check caught broke the batch (rolled back): one by one, to commit
+            # the others and name the line that cannot be ingested.
+            results = []
+            for article in articles:
+                try:
+                    results.extend(news.ingest_many([article], batch_size=1))
+                except DATA_ERRORS as exc:
+                    results.append(exc)
+        refused: list[tuple[int, BaseException]] = []
+        out = sys.stdout
+        for (line_no, _), result in zip(batch, results, strict=True):
+            if isinstance(result, Decision):
+                self.counts["replayed" if result.replayed else result.status] += 1
+                if result.event:
+                    self.counts["in_event"] += 1
+                out.write(json.dumps(result.to_dict(evidence=self.evidence)) + "\n")
+            else:
+                refused.append((line_no, result))
+        out.flush()
+        bar.update(len(batch))
+        batch.clear()
+        for line_no, error in refused:
+            self.bad.report(line_no, error)
+
+    def summarise(self, seconds: float, input_path: str) -> None:
+        c = self.counts
+        total = sum(c[s] for s in ("new", "duplicate", "partial", "similar", "replayed"))
+        if self.finished and self.lines == 0:
+            warn(f"{'stdin' if input_path == '-' else input_path} holds no article")
+        rate = total / seconds if seconds > 0 else 0.0
+        click.echo(
+            f"neardup ingest: {total} articles in {seconds:.1f} s ({rate:,.0f}/s): "
+            f"{c['new']} new, {c['duplicate']} duplicate, {c['partial']} partial, "
+            f"{c['similar']} similar, "
+            f"{c['replayed']} already stored, {c['in_event']} in events; "
+            f"{c['empty']} with empty text (not stored); {self.bad.summary()}",
+            err=True,
+        )

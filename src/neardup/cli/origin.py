@@ -13,12 +13,12 @@ character offsets into the text: copied runs carry the earlier document's id, no
 document's own id.  A progress bar is shown on stderr when it is a terminal; a summary is
 printed on stderr at the end.
 
-Behaviour on bad input (documented, never a traceback):
+Behaviour on bad input (the shared convention of docs/cli.md, never a traceback):
 
 * a line that is not a JSON object, lacks ``id`` or ``text``, or has an unparsable date; a
-  repeated id (its first occurrence is kept): ``--on-error skip`` (default) reports it on
-  stderr with its line number, skips it, and exits 65 at the end; ``--on-error stop`` stops
-  there with exit 65 (rows already written stay; the state is saved up to that document);
+  repeated id (its first occurrence is kept): ``--on-error stop`` (default) stops there with
+  ``FILE:LINE: reason`` and exit 65 (rows already written stay; the state is saved up to
+  that document); ``--on-error skip`` shows it, counts it and goes on;
 * an empty text or one shorter than the shingle width: a row with no copied segment, all
   tokens fresh, and the document as its own dominant origin (no shingle to look up);
 * ``--order date``: every document needs a date (else the line is bad); bad lines are
@@ -39,7 +39,6 @@ constant plus the ids seen (for repeated-id detection), 8 bytes a document.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import sys
 import tempfile
@@ -50,9 +49,24 @@ from typing import IO, Any
 
 import click
 
+from neardup.batch.io import check_object, parse_json_line
+from neardup.cli.common import (
+    ARTICLE_ERRORS,
+    BadLines,
+    Interrupts,
+    check_output,
+    force_option,
+    input_lines,
+    on_error_option,
+    open_output,
+    progress_option,
+    require_input,
+    show_progress,
+    warn,
+)
 from neardup.detect.origin import OriginConfig, OriginDetector, parse_memory
 from neardup.detect.origin.config import ESTIMATIONS, EVICTIONS, SELECTIONS
-from neardup.errors import ConfigError, InputError, NearDupError
+from neardup.errors import ConfigError, InputError
 from neardup.records import Article, FieldNames
 
 __all__ = ["origin"]
@@ -77,32 +91,15 @@ _CONFIG_OPTIONS = (
 )
 
 
-def _lines(path: str) -> Iterator[tuple[int, bytes]]:
-    if path == "-":
-        yield from enumerate(sys.stdin.buffer, start=1)
-        return
-    try:
-        with open(path, "rb") as raw:
-            fh: IO[bytes] = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw  # type: ignore[assignment]
-            yield from enumerate(fh, start=1)
-    except OSError as exc:
-        raise click.FileError(path, hint=str(exc)) from exc
-
-
 def _articles(path: str, fields: FieldNames) -> Iterator[tuple[int, Article | InputError]]:
-    for line_no, raw in _lines(path):
-        stripped = raw.strip()
-        if not stripped:
+    for line_no, raw in input_lines(path):
+        obj = parse_json_line(raw)
+        if obj is None:
             continue
         try:
-            data = json.loads(stripped.decode("utf-8"))
-            yield line_no, Article.from_mapping(data, fields)
-        except UnicodeDecodeError as exc:
-            yield line_no, InputError(f"line {line_no}: not UTF-8 ({exc.reason})")
-        except json.JSONDecodeError as exc:
-            yield line_no, InputError(f"line {line_no}: not JSON ({exc.msg})")
+            yield line_no, check_object(obj, fields)
         except InputError as exc:
-            yield line_no, type(exc)(f"line {line_no}: {exc}")
+            yield line_no, exc
 
 
 def _build_config(params: dict[str, Any]) -> OriginConfig:
@@ -223,22 +220,23 @@ def _detector(
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--order", type=click.Choice(["file", "date"]), default="file", show_default=True)
 @click.option("--state", default=None, help="Load the detector from / save it to this file.")
-@click.option("--on-error", type=click.Choice(["skip", "stop"]), default="skip", show_default=True)
+@on_error_option
 @click.option("--id-field", default="id", show_default=True)
 @click.option("--text-field", default="text", show_default=True)
 @click.option("--date-field", default="date", show_default=True)
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bar (default: when stderr is a terminal).",
-)
+@progress_option
+@force_option
 @click.pass_context
 def origin(ctx: click.Context, /, input_path: str, output: str, order: str, state: str | None,
            on_error: str, id_field: str, text_field: str, date_field: str,
-           progress: bool | None, **params: Any) -> None:  # fmt: skip
+           progress: bool | None, force: bool, **params: Any) -> None:  # fmt: skip
     """Find where each document's passages were first seen (origin detection, seed 004)."""
     from tqdm import tqdm
 
+    if input_path != "-":
+        require_input(input_path)
+    if output != "-":
+        check_output(output, force)
     with contextlib.ExitStack() as stack:
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="neardup-origin-"))
         detector = _detector(ctx, params, state, scratch)
@@ -252,30 +250,32 @@ def _run(ctx: click.Context, detector: OriginDetector, input_path: str, output: 
          date_field: str, progress: bool | None, tqdm: Any) -> None:  # fmt: skip
     """The body of :func:`origin` (the id log lives in a temporary directory meanwhile)."""
     fields = FieldNames(id=id_field, text=text_field, date=date_field)
-    items: Iterator[tuple[int, Article | InputError]] = _articles(input_path, fields)
-    if order == "date":
-        items = iter(_by_date(list(items)))
-    show = sys.stderr.isatty() if progress is None else progress
-    out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
-    errors = docs = tokens = fresh = copied_docs = other_dominant = 0
+    interrupts = Interrupts()
+    items: Iterator[tuple[int, Article | InputError]] = interrupts.iterate(
+        _articles(input_path, fields)
+    )
+    bad = BadLines(on_error, input_path)
+    show = show_progress(progress)
+    out: IO[str] = open_output(output)
+    docs = tokens = fresh = copied_docs = other_dominant = lines = 0
     started = time.perf_counter()
-    stop: NearDupError | None = None
     try:
-        with tqdm(disable=not show, unit=" docs", file=sys.stderr, dynamic_ncols=True) as bar:
+        with (
+            interrupts,
+            tqdm(disable=not show, unit=" docs", file=sys.stderr, dynamic_ncols=True) as bar,
+        ):
+            if order == "date":
+                items = iter(_by_date(list(items)))
             for line_no, item in items:
+                lines += 1
                 try:
                     if isinstance(item, InputError):
                         raise item
                     if order == "date":
                         _check_order(detector, item, line_no)
                     report = detector.process(item.id, item.text)
-                except NearDupError as exc:
-                    message = str(exc) if str(exc).startswith("line ") else f"line {line_no}: {exc}"
-                    click.echo(f"neardup: {message}", err=True)
-                    errors += 1
-                    if on_error == "stop":
-                        stop = InputError(message)
-                        break
+                except ARTICLE_ERRORS as exc:
+                    bad.report(line_no, exc)
                     continue
                 if order == "date" and isinstance(item, Article) and item.date is not None:
                     detector.last_date = item.date.isoformat()
@@ -286,23 +286,23 @@ def _run(ctx: click.Context, detector: OriginDetector, input_path: str, output: 
                 copied_docs += report.copied_fraction > 0
                 other_dominant += report.dominant_origin not in (None, report.id)
                 bar.update(1)
+                interrupts.check()
     finally:
         if out is not sys.stdout:
             out.close()
         if state is not None:
-            detector.save(state)
-    seconds = time.perf_counter() - started
-    click.echo(
-        f"neardup origin: {docs} documents, {tokens} tokens ({fresh} fresh) in {seconds:.1f} s;"
-        f" {copied_docs} with copied text, {other_dominant} mostly copied from one earlier"
-        f" document; {errors} bad lines skipped; table {detector.table.nbytes} B"
-        f" ({detector.config.label})",
-        err=True,
-    )
-    if stop is not None:
-        raise stop
-    if errors:
-        ctx.exit(InputError.exit_code)
+            with interrupts:  # a second Ctrl-C does not cut the save short
+                detector.save(state)
+        seconds = time.perf_counter() - started
+        if lines == 0 and not interrupts.stopping:
+            warn(f"{'stdin' if input_path == '-' else input_path} holds no document")
+        click.echo(
+            f"neardup origin: {docs} documents, {tokens} tokens ({fresh} fresh) in"
+            f" {seconds:.1f} s; {copied_docs} with copied text, {other_dominant} mostly copied"
+            f" from one earlier document; {bad.summary()}; table {detector.table.nbytes} B"
+            f" ({detector.config.label})",
+            err=True,
+        )
 
 
 def _by_date(
@@ -316,7 +316,7 @@ def _by_date(
         if isinstance(item, InputError):
             bad.append((line_no, item))
         elif item.date is None:
-            bad.append((line_no, InputError(f"line {line_no}: --order date needs a date")))
+            bad.append((line_no, InputError("--order date needs a date")))
         else:
             good.append((item.date.isoformat(), i, line_no, item))
     good.sort(key=lambda g: (g[0], g[1]))
@@ -327,6 +327,6 @@ def _check_order(detector: OriginDetector, article: Article, line_no: int) -> No
     last = detector.last_date
     if article.date is not None and last is not None and article.date.isoformat() < last:
         raise InputError(
-            f"line {line_no}: date {article.date.isoformat()} is before the last processed"
+            f"date {article.date.isoformat()} is before the last processed"
             f" document ({last}); origin detection needs time order"
         )

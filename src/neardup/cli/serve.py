@@ -15,9 +15,11 @@ __all__ = ["serve"]
 @click.command()
 @click.option(
     "--store",
-    default="sqlite:///neardup.db",
+    default="neardup.db",
     show_default=True,
-    help="Store URL: sqlite:///PATH (embedded, default) or postgresql://... (several workers).",
+    help="Where articles are stored: a SQLite file (a path, or sqlite:///PATH relative to"
+    " this folder), or postgresql://user@host/db for several workers. The same default as"
+    " neardup ingest.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8000, show_default=True, type=int, help="TCP port (0: any free).")
@@ -39,9 +41,15 @@ __all__ = ["serve"]
     default=0,
     show_default=True,
     type=int,
-    help="Ingest the first N real Reuters-21578 articles at start.",
+    help="Ingest N sample articles at start: the first N Reuters-21578 articles when the"
+    " shared data is found ($NEARDUP_DATA or ../shared/data), else the synthetic sample"
+    " corpus shipped with neardup (33 articles).",
 )
-@click.option("--preload-path", default=None, help="Reuters docs.jsonl.gz (default: shared data).")
+@click.option(
+    "--preload-path",
+    default=None,
+    help="The Reuters docs.jsonl.gz (or its folder) to preload from; only there.",
+)
 @click.option(
     "--max-body-bytes",
     default=ServiceSettings.max_body_bytes,
@@ -54,6 +62,8 @@ __all__ = ["serve"]
     default="warning",
     show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    help="How much the server logs on stderr: warning and above by default, info adds"
+    " start-up and shutdown, debug everything.",
 )
 def serve(
     store: str,
@@ -89,13 +99,18 @@ def serve(
 
         open_store(store).close()
     else:
+        if preload_path is not None:
+            # A missing --preload-path fails before the store is created.
+            from neardup.service.load import find_reuters
+
+            find_reuters(preload_path)
         # Once, before the workers start (each worker would otherwise preload the same sample).
         backend = open_backend(settings)
         try:
-            count = run_preload(backend, preload, preload_path)
+            loaded = run_preload(backend, preload, preload_path)
         finally:
             backend.close()
-        click.echo(f"neardup serve: preloaded {count} articles into {store}", err=True)
+        click.echo(f"neardup serve: {loaded.describe()}, into {store}", err=True)
     worker_settings = dataclasses.replace(settings, preload=0)
     os.environ[SETTINGS_ENV] = worker_settings.to_env()
     click.echo(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +28,7 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
+from neardup.batch.io import parse_json_line
 from neardup.errors import InputError, NotFoundError, StoreError
 from neardup.evaluation.methods import Method, score_pairs
 from neardup.evaluation.metrics import (
@@ -73,10 +73,9 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
             for number, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{p}:{number}: not JSON ({exc.msg})") from exc
+                obj = parse_json_line(line.encode("utf-8", "surrogateescape"))
+                if isinstance(obj, InputError):
+                    raise InputError(f"{p}:{number}: {obj}")
                 if not isinstance(obj, dict):
                     raise InputError(f"{p}:{number}: expected a JSON object")
                 yield obj

@@ -38,6 +38,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -570,7 +571,9 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
             if backend is None:
                 state["backend"].close()
 
-    app = FastAPI(
+    # FastAPIOffline: /docs and /redoc with their scripts served from the fastapi-offline
+    # package, not a CDN, so the API documentation works without internet access.
+    app = FastAPIOffline(
         title="neardup",
         version=__version__,
         description=(

@@ -1,37 +1,65 @@
-"""Preload a sample of real articles (Reuters-21578) into the service's store at start.
+"""Preload sample articles into the service's store at start (``neardup serve --preload N``).
 
-``neardup serve --preload N`` ingests the first ``N`` Reuters-21578 articles with a non-empty
-body, in the corpus's chronological order, through the same ingest path as
+The first ``N`` Reuters-21578 articles with a non-empty body, in the corpus's chronological
+order, when that data is found: at ``preload_path`` when given (only there), else the first
+that exists of ``$NEARDUP_DATA/reuters21578/docs.jsonl.gz``, ``../shared/data/...`` from the
+working folder, and the shared folder beside the source checkout.  When none is found (and
+no path was given), the synthetic sample corpus neardup ships (:mod:`neardup.samples`: a
+breaking story with its reprints, copies and a round-up with copied passages) is loaded
+instead, and :class:`Preloaded` says so.  Both go through the same ingest path as
 ``POST /v1/documents``; ingest is idempotent, so restarting with the same ``--preload`` adds
-nothing twice.  The data is read in place (never copied) from ``preload_path`` when given
-(only there), else the first that exists of ``$NEARDUP_DATA/reuters21578/docs.jsonl.gz``,
-``../shared/data/...`` from the working directory, and the shared folder next to the source
-checkout.
+nothing twice.  The data is read in place, never copied.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
-import json
 import logging
-import os
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
-from neardup.errors import InputError, NotFoundError
+from neardup.errors import InputError, NotFoundError, StoreError
 from neardup.records import Article
 
-__all__ = ["find_reuters", "iter_reuters", "preload"]
+__all__ = ["Preloaded", "find_reuters", "iter_reuters", "preload", "reuters_candidates"]
 
 log = logging.getLogger("neardup.service")
 
 _RELATIVE = Path("reuters21578") / "docs.jsonl.gz"
 
 
+@dataclasses.dataclass(frozen=True)
+class Preloaded:
+    """What a preload did: ``count`` articles from ``source`` (a file, or the sample corpus,
+    in which case ``looked_in`` lists where Reuters-21578 was looked for)."""
+
+    count: int
+    source: str
+    sample: bool = False
+    looked_in: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line for the console."""
+        if not self.sample:
+            return f"preloaded {self.count} Reuters-21578 articles from {self.source}"
+        return (
+            f"preloaded the {self.count} articles of the synthetic sample corpus (Reuters-21578"
+            f" not found in {', '.join(self.looked_in)}; with that data present, or"
+            " --preload-path FILE, --preload loads real Reuters articles)"
+        )
+
+
+def reuters_candidates() -> list[Path]:
+    """Where the Reuters sample is looked for, in order (:func:`neardup.samples.data_folders`)."""
+    from neardup.samples import data_folders
+
+    return [folder / _RELATIVE for folder in data_folders()]
+
+
 def find_reuters(path: str | None = None) -> Path:
     """The Reuters ``docs.jsonl.gz`` to preload from; ``NotFoundError`` naming where it looked."""
-    candidates: list[Path] = []
     if path:
         # A path the user gave is the only place to look: never silently use another file.
         given = Path(path)
@@ -39,11 +67,7 @@ def find_reuters(path: str | None = None) -> Path:
         if not candidate.is_file():
             raise NotFoundError(f"Reuters-21578 data for --preload not found at {candidate}")
         return candidate
-    env = os.environ.get("NEARDUP_DATA")
-    if env:
-        candidates.append(Path(env) / _RELATIVE)
-    candidates.append(Path.cwd().parent / "shared" / "data" / _RELATIVE)
-    candidates.append(Path(__file__).resolve().parents[4] / "shared" / "data" / _RELATIVE)
+    candidates = reuters_candidates()
     for candidate in candidates:
         if candidate.is_file():
             return candidate
@@ -53,35 +77,61 @@ def find_reuters(path: str | None = None) -> Path:
 
 def iter_reuters(path: Path, limit: int) -> Iterator[Article]:
     """The first ``limit`` articles of ``path`` whose text is not blank (BRIEF items are)."""
+    from neardup.batch.io import check_object, parse_json_line
+    from neardup.records import FieldNames
+
+    fields = FieldNames()
     count = 0
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if count >= limit:
-                return
-            try:
-                data: Any = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{number}: not JSON: {exc}") from exc
-            article = Article.from_mapping(data)
-            if not article.text.strip():
-                continue
-            count += 1
-            yield article
+    try:
+        with gzip.open(path, "rb") as fh:
+            for number, line in enumerate(fh, 1):
+                if count >= limit:
+                    return
+                data = parse_json_line(line)
+                if data is None:
+                    continue
+                try:
+                    article = check_object(data, fields)
+                except InputError as exc:
+                    raise InputError(f"{path}:{number}: {exc}") from exc
+                if not article.text.strip():
+                    continue
+                count += 1
+                yield article
+    except (OSError, EOFError, zlib.error) as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from exc
 
 
-def preload(backend: Any, limit: int, path: str | None = None, batch: int = 500) -> int:
-    """Ingest ``limit`` real articles through ``backend``; returns how many were ingested."""
-    source = find_reuters(path)
+def _ingest(backend: object, articles: Iterable[Article], batch: int) -> int:
     done = 0
     chunk: list[Article] = []
-    for article in iter_reuters(source, limit):
+    for article in articles:
         chunk.append(article)
         if len(chunk) >= batch:
-            backend.ingest(chunk)
+            backend.ingest(chunk)  # type: ignore[attr-defined]
             done += len(chunk)
             chunk = []
     if chunk:
-        backend.ingest(chunk)
+        backend.ingest(chunk)  # type: ignore[attr-defined]
         done += len(chunk)
-    log.info("preloaded %d Reuters articles from %s", done, source)
     return done
+
+
+def preload(backend: object, limit: int, path: str | None = None, batch: int = 500) -> Preloaded:
+    """Ingest ``limit`` sample articles through ``backend`` (see the module docstring)."""
+    try:
+        source = find_reuters(path)
+    except NotFoundError:
+        if path:
+            raise
+        from neardup.samples import sample_corpus
+
+        rows = sample_corpus()[:limit]
+        done = _ingest(backend, (Article.from_mapping(r) for r in rows), batch)
+        looked = tuple(str(c) for c in reuters_candidates())
+        result = Preloaded(done, "the synthetic sample corpus", sample=True, looked_in=looked)
+    else:
+        done = _ingest(backend, iter_reuters(source, limit), batch)
+        result = Preloaded(done, str(source))
+    log.info("%s", result.describe())
+    return result

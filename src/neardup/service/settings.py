@@ -27,7 +27,9 @@ SETTINGS_ENV = "NEARDUP_SERVICE_SETTINGS"
 class ServiceSettings(Config):
     """Parameters of the HTTP service.
 
-    ``store``: a store URL (``sqlite:///PATH``, a plain path, or ``postgresql://...``).
+    ``store``: a store path or URL (``news.db``, ``sqlite:///news.db`` relative to the current
+    folder, ``sqlite:////abs/news.db``, or ``postgresql://...``); ``./neardup.db`` by default,
+    the same store ``neardup ingest`` and :class:`~neardup.api.NewsIndex` use.
     ``host``/``port``: the listening socket; the default binds to loopback only.
     ``workers``: uvicorn worker processes.  Each keeps its own in-memory indexes and catches
     up from the store's log before deciding, inside the store's write lock, so N workers
@@ -35,8 +37,9 @@ class ServiceSettings(Config):
     one machine, with one writer at a time).
     ``token``: when set, every write (``POST /v1/documents``) must carry
     ``Authorization: Bearer <token>`` (or ``X-API-Token``); reads stay open.
-    ``preload``: number of real Reuters-21578 articles ingested at start (0 = none), read from
-    ``preload_path`` (default: the shared data folder, see :mod:`neardup.service.load`).
+    ``preload``: number of sample articles ingested at start (0 = none): Reuters-21578 read
+    from ``preload_path`` or the shared data folder, else the synthetic sample corpus (see
+    :mod:`neardup.service.load`).
     Limits: ``max_body_bytes`` per request body (413 above), ``max_text_chars`` per text
     (413 above), ``max_batch`` articles per ``POST /v1/documents``, ``max_result_set`` items
     per ``POST /v1/dedup`` (the issue's 1,000), ``max_similar`` results per similar query.
@@ -48,7 +51,7 @@ class ServiceSettings(Config):
 
     SCHEME = "service"
 
-    store: str = "sqlite:///neardup.db"
+    store: str = "neardup.db"
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1

@@ -6,8 +6,10 @@ One interface (:class:`Store`), two backends:
 * :class:`~neardup.store.postgres.PostgresStore`: PostgreSQL (psycopg 3) for deployments with
   several service processes.
 
-Open either with :func:`open_store` from a URL: ``sqlite:///path/to/file.db``, a plain path
-(SQLite), ``:memory:`` (SQLite, for tests) or ``postgresql://user@host/db?schema=name``.
+Open either with :func:`open_store` from a URL or a path: ``news.db`` or ``sqlite:///news.db``
+(a SQLite file relative to the current folder), ``sqlite:////var/lib/news.db`` (an absolute
+path: four slashes), ``:memory:`` (SQLite, for tests) or
+``postgresql://user@host/db?schema=name``.
 
 The store is the single source of truth.  Every change that in-memory indexes mirror is also
 appended to an ordered *log* (``add``, ``unindex``, ``event``), so a process can rebuild its
@@ -151,9 +153,11 @@ class Store(Protocol):
 def open_store(url: str, *, create: bool = True) -> Store:
     """Open (and by default create) the store named by ``url``.
 
-    ``sqlite:///abs/path.db``, ``sqlite://rel/path.db``, a plain path or ``:memory:`` open the
-    SQLite backend; ``postgresql://`` / ``postgres://`` the PostgreSQL backend.  SQLite URLs
-    take ``?synchronous=normal|full`` (default ``normal``, see docs/stream.md).
+    A plain path, ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or
+    ``:memory:`` open the SQLite backend (see
+    :func:`~neardup.store.sqlite.parse_sqlite_url`); ``postgresql://`` / ``postgres://`` the
+    PostgreSQL backend.  SQLite URLs take ``?synchronous=normal|full`` (default ``normal``,
+    see docs/stream.md).
     """
     if not isinstance(url, str) or not url:
         raise ConfigError(f"store must be a non-empty URL or path, got {url!r}")

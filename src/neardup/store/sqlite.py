@@ -46,15 +46,27 @@ MIGRATIONS: dict[int, str] = {}
 
 
 def parse_sqlite_url(url: str) -> tuple[str, dict[str, str]]:
-    """``sqlite:///abs``, ``sqlite://rel``, a plain path or ``:memory:`` -> (path, options)."""
+    """A SQLite store URL or path -> ``(path, options)``, by the common convention.
+
+    ``sqlite:///news.db`` is ``news.db`` relative to the current folder, ``sqlite:////var/
+    news.db`` the absolute ``/var/news.db`` (three slashes, then the path), as in SQLAlchemy
+    and most tools.  A plain path (``news.db``, ``/var/news.db``) means the same file.
+    ``:memory:``, ``sqlite://`` and ``sqlite:///:memory:`` are an in-memory store.  Options
+    follow ``?`` (``sqlite:///news.db?synchronous=full``).  ``sqlite://news.db`` (a host
+    part) is refused with the two spellings that mean what was probably intended.
+    """
     path = url
     query = ""
     if url.startswith("sqlite://"):
-        rest = url[len("sqlite://") :]
-        path, _, query = rest.partition("?")
-        path = urllib.parse.unquote(path)
-        if path.startswith("//"):  # sqlite:////abs/path
-            path = path[1:]
+        rest, _, query = url[len("sqlite://") :].partition("?")
+        if rest == "":
+            rest = "/:memory:"
+        if not rest.startswith("/"):
+            raise ConfigError(
+                f"SQLite store URL {url!r} has a host part; write sqlite:///{rest} for a file"
+                f" relative to the current folder or sqlite:////{rest} for an absolute path"
+            )
+        path = urllib.parse.unquote(rest[1:])
     elif "?" in url and not Path(url).exists():
         path, _, query = url.partition("?")
     options = {k: v[-1] for k, v in urllib.parse.parse_qs(query).items()}

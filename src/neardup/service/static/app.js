@@ -10,9 +10,26 @@ async function api(path, options) {
   try { body = await response.json(); } catch (_) { body = null; }
   if (!response.ok) {
     const message = body && body.error ? body.error.message : `HTTP ${response.status}`;
-    throw new Error(message);
+    const error = new Error(message);
+    error.status = response.status;
+    throw error;
   }
   return body;
+}
+
+function post(path, payload) {
+  const headers = { "content-type": "application/json" };
+  const token = $("token").value.trim();
+  if (token) headers.authorization = `Bearer ${token}`;
+  return api(path, { method: "POST", headers, body: JSON.stringify(payload) });
+}
+
+function needToken(error) {
+  if (error.status !== 401) return false;
+  $("token-box").open = true;
+  $("token").focus();
+  showError(`${error.message}. Enter the service's API token below and try again.`);
+  return true;
 }
 
 function el(tag, attrs, ...children) {
@@ -36,7 +53,21 @@ function showError(message) {
   box.textContent = message;
 }
 
-function day(iso) { return iso ? iso.replace("T", " ").replace(/(:\d\d)(\.\d+)?Z$/, "$1 UTC") : "undated"; }
+function showNotice(message) {
+  const box = $("notice");
+  box.hidden = !message;
+  box.textContent = message || "";
+}
+
+// Every date shown in UTC, one format: "2024-03-04 09:24 UTC" (the API may say Z or +00:00).
+function day(iso) {
+  if (!iso) return "undated";
+  const when = new Date(iso);
+  if (Number.isNaN(when.getTime())) return iso;
+  return `${when.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+}
+
+function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
 
 function articleLink(id, label) {
   return el("a", { href: `#doc=${encodeURIComponent(id)}`, "data-id": id }, label || id);
@@ -45,11 +76,12 @@ function articleLink(id, label) {
 function fill(list, items, render, empty) {
   list.replaceChildren();
   if (!items.length) { list.append(el("li", { className: "empty" }, empty)); return; }
-  for (const item of items) list.append(render(item));
+  items.forEach((item, i) => list.append(render(item, i)));
 }
 
 // --- sidebar -------------------------------------------------------------------------------
 let recent = [];
+let stored = 0;
 
 function renderArticles() {
   const query = $("filter").value.trim().toLowerCase();
@@ -58,20 +90,32 @@ function renderArticles() {
   fill($("articles"), shown, (a) => el("li", {},
     articleLink(a.id, a.title || a.id),
     el("small", {}, `${a.id} · ${day(a.date)} · `, el("span", { className: `badge ${a.status}` }, a.status))),
-    "No articles stored yet.");
+    stored ? "No article matches the filter." : "No articles stored yet: paste or import some.");
 }
+
+// The sidebar shows each event's article count from its report, the same report the event
+// view shows: the two counts cannot disagree.
+const EVENTS_LISTED = 30;
 
 async function loadSidebar() {
   try {
     const health = await api("/healthz");
-    $("health").textContent = `${health.documents} articles stored`;
+    stored = health.documents;
     recent = (await api("/v1/documents?limit=200")).documents;
     renderArticles();
-    const events = (await api("/v1/events")).events;
-    fill($("events"), events, (e) => el("li", {},
-      el("a", { href: `#event=${encodeURIComponent(e.id)}` }, e.title || `Event ${e.id}`),
-      el("small", {}, `opened ${day(e.opened_at)}${e.size ? ` · ${e.size} articles` : ""}`)),
-      "No breaking events yet.");
+    const all = (await api("/v1/events")).events;
+    const events = all.slice(-EVENTS_LISTED).reverse();  // the latest first
+    const reports = await Promise.allSettled(events.map((e) => api(`/v1/events/${encodeURIComponent(e.id)}`)));
+    fill($("events"), events, (e, i) => {
+      const report = reports[i].status === "fulfilled" ? reports[i].value : null;
+      const size = report ? ` · ${plural(report.articles.length, "article")}` : "";
+      return el("li", {},
+        el("a", { href: `#event=${encodeURIComponent(e.id)}`, "data-id": e.id }, e.title || `Event ${e.id}`),
+        el("small", { className: "event-size" }, `opened ${day(e.opened_at)}${size}`));
+    }, "No breaking events yet.");
+    if (all.length > events.length) $("events").append(el("li", { className: "empty" }, `the latest ${events.length} of ${all.length}`));
+    $("health").textContent = `${plural(stored, "article")} stored · ${plural(all.length, "breaking event")}`;
+    $("welcome").hidden = stored > 0 || !$("view").hidden || !$("event-view").hidden;
   } catch (error) {
     $("health").textContent = "service unreachable";
     showError(`Could not load the article list: ${error.message}`);
@@ -129,7 +173,10 @@ async function showOrigin(report, text, ownId) {
 }
 
 // --- views ---------------------------------------------------------------------------------
-function hideAll() { $("view").hidden = true; $("event-view").hidden = true; showError(""); }
+function hideAll() {
+  $("view").hidden = true; $("event-view").hidden = true; $("welcome").hidden = true;
+  showError(""); showNotice("");
+}
 
 async function showDocument(id) {
   hideAll();
@@ -174,9 +221,108 @@ async function tracePasted(event) {
     $("view-title").textContent = "Pasted text";
     $("view-meta").textContent = "Compared with every stored article; nothing was stored.";
     await showOrigin(report, text, null);
-    fill($("view-dups"), [], () => null, "Store the article to see its duplicates.");
-    fill($("view-similar"), [], () => null, "Store the article to see similar stories.");
+    fill($("view-dups"), [], () => null, "Press Store to add the article and see its duplicates.");
+    fill($("view-similar"), [], () => null, "Press Store to add the article and see similar stories.");
   } catch (error) { showError(`Tracing failed: ${error.message}`); }
+}
+
+// --- adding articles -----------------------------------------------------------------------
+function describeDecision(d) {
+  if (d.replayed) return "already stored with this text";
+  if (d.status === "duplicate") return `a duplicate of ${d.duplicate_of}`;
+  if (d.status === "similar") return `new, similar to ${d.similar.map((s) => s.id).join(", ")}`;
+  return "new";
+}
+
+async function storePasted() {
+  const text = $("text").value;
+  hideAll();
+  if (!text.trim()) { showError("Paste some text first."); return; }
+  const id = $("paste-id").value.trim() || `pasted-${new Date().toISOString().replace(/[-:.TZ]/g, "")}`;
+  const article = { id, text, date: new Date().toISOString(), source: "pasted on the page" };
+  const title = $("paste-title").value.trim();
+  if (title) article.title = title;
+  let decision;
+  try { decision = await post("/v1/documents", article); }
+  catch (error) { if (!needToken(error)) showError(`Storing failed: ${error.message}`); return; }
+  $("text").value = ""; $("paste-title").value = ""; $("paste-id").value = "";
+  await loadSidebar();
+  location.hash = `doc=${encodeURIComponent(id)}`;
+  await showDocument(id);
+  showNotice(`Stored as ${id}: ${describeDecision(decision)}.`);
+}
+
+// Articles go in batches; a batch the service refuses (one bad article refuses it all) is
+// sent again one by one, so every good line is stored and every bad one named.
+const IMPORT_BATCH = 200;
+
+async function fileText(file) {
+  if (!file.name.endsWith(".gz")) return file.text();
+  if (typeof DecompressionStream === "undefined") throw new Error("this browser cannot read .gz files: unpack it first");
+  return new Response(file.stream().pipeThrough(new DecompressionStream("gzip"))).text();
+}
+
+function parseLines(text) {
+  const items = []; const problems = [];
+  text.split(/\r?\n/).forEach((line, i) => {
+    if (!line.trim()) return;
+    let value;
+    try { value = JSON.parse(line); }
+    catch (error) { problems.push({ line: i + 1, message: `not valid JSON (${error.message})` }); return; }
+    if (!value || typeof value !== "object" || Array.isArray(value)) problems.push({ line: i + 1, message: "not a JSON object" });
+    else items.push({ line: i + 1, article: value });
+  });
+  return { items, problems };
+}
+
+// A text with no letter or digit is counted as empty and not sent (as neardup ingest does);
+// a missing or wrong text goes to the service, which says what is wrong with it.
+function isEmptyText(article) { return typeof article.text === "string" && !/[\p{L}\p{N}]/u.test(article.text); }
+
+async function importFile(event) {
+  event.preventDefault();
+  hideAll();
+  const file = $("import-file").files[0];
+  if (!file) { showError("Choose a JSON Lines file first."); return; }
+  const status = $("import-status");
+  const counts = { new: 0, duplicate: 0, similar: 0, replayed: 0, empty: 0 };
+  let text;
+  try { text = await fileText(file); }
+  catch (error) { showError(`Cannot read ${file.name}: ${error.message}`); return; }
+  const { items, problems } = parseLines(text);
+  const record = (d) => { if (d.replayed) counts.replayed += 1; else counts[d.status] += 1; };
+  const wanted = items.filter((item) => { if (!isEmptyText(item.article)) return true; counts.empty += 1; return false; });
+  let done = 0;
+  try {
+    for (let start = 0; start < wanted.length; start += IMPORT_BATCH) {
+      const batch = wanted.slice(start, start + IMPORT_BATCH);
+      let answer = null;
+      try { answer = await post("/v1/documents", batch.map((b) => b.article)); }
+      catch (error) { if (error.status === 401 || !error.status || error.status >= 500) throw error; }
+      if (answer) {
+        answer.decisions.forEach((d, j) => (d.error ? problems.push({ line: batch[j].line, message: d.error.message }) : record(d)));
+      } else {
+        for (const item of batch) {
+          try { record(await post("/v1/documents", item.article)); }
+          catch (error) {
+            if (error.status === 401 || !error.status || error.status >= 500) throw error;
+            problems.push({ line: item.line, message: error.message });
+          }
+        }
+      }
+      done += batch.length;
+      status.textContent = `Importing ${file.name}: ${done} of ${wanted.length} articles sent…`;
+    }
+  } catch (error) {
+    if (!needToken(error)) showError(`Import stopped after ${done} articles: ${error.message}`);
+  }
+  problems.sort((a, b) => a.line - b.line);
+  status.textContent = `${file.name}: ${counts.new} new, ${counts.duplicate} duplicate, ${counts.similar} similar, `
+    + `${counts.replayed} already stored; ${plural(counts.empty, "article")} with empty text skipped; `
+    + `${plural(problems.length, "line")} not imported`;
+  fill($("import-problems"), problems.slice(0, 50), (p) => el("li", {}, `line ${p.line}: ${p.message}`), "");
+  if (!problems.length) $("import-problems").replaceChildren();
+  await loadSidebar();
 }
 
 async function showEvent(id) {
@@ -187,7 +333,7 @@ async function showEvent(id) {
   $("event-view").hidden = false;
   const first = report.articles && report.articles.length ? report.articles[0] : null;
   $("event-title").textContent = `Breaking event ${report.id}${first && first.title ? ": " + first.title : ""}`;
-  $("event-meta").textContent = `opened ${day(report.opened_at)} by ${report.opened_by} · ${report.articles.length} articles · first publisher ${report.first_publisher || "unknown"}`
+  $("event-meta").textContent = `opened ${day(report.opened_at)} by ${report.opened_by} · ${plural(report.articles.length, "article")} · first publisher ${report.first_publisher || "unknown"}`
     + (report.sources && report.sources.length ? ` · sources: ${report.sources.map((s) => `${s.source} (${s.count})`).join(", ")}` : "");
   const growth = $("event-growth");
   growth.replaceChildren();
@@ -198,8 +344,9 @@ async function showEvent(id) {
     growth.append(el("div", { style: `height:${Math.max(4, Math.round(80 * p.count / top))}px`, title: `${p.count} articles after ${p.hours} h (+${p.count - previous})` }));
     previous = p.count;
   }
-  fill($("event-articles"), report.articles, (a) => el("li", {}, `${day(a.date)} `, articleLink(a.id, a.title || a.id),
-    a.source ? el("small", {}, a.source) : null), "No articles.");
+  fill($("event-articles"), report.articles, (a) => el("li", {},
+    el("span", { className: "when" }, day(a.date)), " ", articleLink(a.id, a.title || a.id),
+    a.source ? el("span", { className: "source" }, ` · ${a.source}`) : null), "No articles.");
 }
 
 function route() {
@@ -211,6 +358,8 @@ function route() {
 document.addEventListener("DOMContentLoaded", () => {
   $("filter").addEventListener("input", renderArticles);
   $("paste").addEventListener("submit", tracePasted);
+  $("store").addEventListener("click", storePasted);
+  $("import").addEventListener("submit", importFile);
   window.addEventListener("hashchange", route);
   loadSidebar().then(route);
 });
