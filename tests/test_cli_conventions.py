@@ -84,7 +84,7 @@ MISSING: dict[str, Case] = {
         "--gold",
         str(clusters(tmp)),
     ],
-    "eval stream": lambda tmp: ["eval", "stream", "--data", str(tmp)],
+    "eval stream": lambda tmp: ["eval", "stream", str(tmp / "absent"), "--docs", str(corpus(tmp))],
     "eval alignment": lambda tmp: ["eval", "alignment", "--data", str(tmp)],
     "eval origin": lambda tmp: ["eval", "origin", "--data", str(tmp), "--out", str(tmp / "o")],
     "serve": lambda tmp: [

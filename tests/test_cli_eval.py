@@ -217,3 +217,50 @@ def test_hooks_fail_clearly_on_missing_data(
         code, _, err = run(capsys, "eval", *command, "--data", str(tmp_path))
         assert code == 66 and "Traceback" not in err and "does not exist" in err, command
     assert not (tmp_path / "o").exists()
+
+
+def test_eval_stream_reads_the_stream_and_the_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    story = (
+        "The city council voted on Tuesday to build a new bridge over the river, ending a "
+        "dispute that had divided residents of the two old quarters for a decade. Engineers "
+        "said construction would start next spring and take about three years to finish."
+    )
+    other = (
+        "A storm swept across the northern coast overnight, bringing down power lines and "
+        "flooding several villages where residents were moved to schools and sports halls."
+    )
+    docs = [
+        {"id": "a", "text": story, "date": "2024-01-01T00:00:00Z"},
+        {"id": "b", "text": story + " Officials agreed.", "date": "2024-01-02T00:00:00Z"},
+        {"id": "c", "text": other, "date": "2024-01-03T00:00:00Z"},
+    ]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    labels = [
+        {"id1": "a", "id2": "b", "label": "duplicate"},
+        {"id1": "a", "id2": "c", "label": "unrelated"},
+    ]
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels))
+    code, out, _ = run(
+        capsys,
+        "eval",
+        "stream",
+        str(tmp_path / "labels.jsonl"),
+        "--docs",
+        str(tmp_path / "docs.jsonl"),
+        "--json",
+    )
+    result = json.loads(out)
+    assert code == 0 and result["pairs"] == 2 and result["agreement_with_rule"] == 1.0
+    assert result["stream"]["duplicate"]["f1"] == 1.0 == result["same_group"]["f1"]
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"id1": "a", "id2": "b", "label": "x"}) + "\n")
+    code, _, err = run(
+        capsys,
+        "eval",
+        "stream",
+        str(tmp_path / "bad.jsonl"),
+        "--docs",
+        str(tmp_path / "docs.jsonl"),
+    )
+    assert code == 65 and "unknown label" in err

@@ -504,3 +504,57 @@ def alignment_cmd(
             f" {pan} {ms}"
         )
     _emit({"method": method, "split": split, "categories": plain}, as_json, "\n".join(lines))
+
+
+@eval_group.command("stream")
+@click.argument("labels", type=_FILE)
+@click.option(
+    "--docs",
+    required=True,
+    type=_FILE,
+    help="JSON Lines articles with id, text and date (.gz allowed), ingested in date order.",
+)
+@click.option(
+    "--id-fields",
+    default="id1,id2",
+    show_default=True,
+    help="The two fields of a LABELS line that name the pair's articles.",
+)
+@click.option(
+    "--label-field",
+    default="label",
+    show_default=True,
+    help="The field holding the label: duplicate, partial, similar (or related), unrelated.",
+)
+@_json_option()
+def stream_cmd(labels: Path, docs: Path, id_fields: str, label_field: str, as_json: bool) -> None:
+    """How the news stream's verdicts on labelled pairs LABELS compare with the labels and
+    with the rule judging each pair directly."""
+    from neardup.evaluation.pairs import read_jsonl, read_pairs
+    from neardup.evaluation.stream import evaluate_stream
+
+    fields = tuple(f.strip() for f in id_fields.split(","))
+    if len(fields) != 2 or not all(fields):
+        raise ConfigError(f"--id-fields needs two comma-separated names, got {id_fields!r}")
+    labelled = read_pairs(labels, (fields[0], fields[1]), label_field, ("duplicate",))
+    wanted = labelled.ids()
+    articles = [d for d in read_jsonl(docs) if str(d.get("id")) in wanted]
+    result = evaluate_stream(
+        articles, labelled.pairs, [str(r[label_field]) for r in labelled.records]
+    )
+    lines = [
+        f"{result['pairs']} labelled pairs",
+        f"{'verdict':10} {'stream P/R/F1':>24} {'rule P/R/F1':>24}",
+    ]
+    for cls in ("duplicate", "partial", "similar"):
+        s, r = result["stream"][cls], result["rule"][cls]
+        lines.append(
+            f"{cls:10} {_fmt(s['precision'])}/{_fmt(s['recall'])}/{_fmt(s['f1'])}"
+            f"    {_fmt(r['precision'])}/{_fmt(r['recall'])}/{_fmt(r['f1'])}"
+        )
+    g = result["same_group"]
+    lines.append(
+        f"duplicate as same group: {_fmt(g['precision'])}/{_fmt(g['recall'])}/{_fmt(g['f1'])}"
+    )
+    lines.append(f"stream agrees with the rule on {_fmt(result['agreement_with_rule'])} of pairs")
+    _emit(result, as_json, "\n".join(lines))
