@@ -437,50 +437,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def stream_agreement(data: Path) -> dict[str, Any]:
-    """Section 4 for the news stream."""
-    import tempfile
-
-    from neardup.api import NewsIndex
-    from neardup.detect.events import EventConfig
-    from neardup.detect.stream import StreamConfig
-    from neardup.rule import judge
+    """Section 4 for the news stream (:func:`neardup.evaluation.stream.evaluate_stream`)."""
+    from neardup.evaluation.stream import evaluate_stream
 
     folder = data / "provenance_news_2018_dev"
-    docs = sorted(_jsonl(folder / "docs.jsonl.gz"), key=lambda d: (d["date"] or "", d["id"]))
-    order = {d["id"]: n for n, d in enumerate(docs)}
-    texts = {d["id"]: d["text"] for d in docs}
+    docs = list(_jsonl(folder / "docs.jsonl.gz"))
     labels = list(_jsonl(folder / "labels_read.jsonl"))
-    with tempfile.TemporaryDirectory() as tmp:
-        config = StreamConfig(events=EventConfig(enabled=False))
-        with NewsIndex(str(Path(tmp) / "p.db"), config) as news:
-            decisions = {d["id"]: r for d, r in zip(docs, news.ingest_many(docs), strict=True)}
-            rows = []
-            for x in labels:
-                a, b = sorted((x["a"], x["b"]), key=order.__getitem__)  # b is the later one
-                verdicts = {m.id: m.verdict for m in decisions[b].matches}
-                if a not in verdicts:
-                    verdicts = {m.id: m.verdict for m in news.similar(b, 1000)}
-                stream = verdicts.get(a, "unrelated")
-                group = news.original_of(a) == news.original_of(b)
-                rule = judge(texts[a], texts[b], config.rule).label
-                rows.append((x["label"], stream, group, rule))
-    agree = sum(s == r for _, s, _, r in rows)
-
-    def dup_f1(pred: list[bool]) -> dict[str, Any]:
-        gold = [g == "duplicate" for g, *_ in rows]
-        tp = sum(p and g for p, g in zip(pred, gold, strict=True))
-        fp = sum(p and not g for p, g in zip(pred, gold, strict=True))
-        fn = sum(g and not p for p, g in zip(pred, gold, strict=True))
-        return prf(tp, fp, fn)
-
-    return {
-        "pairs": len(rows),
-        "agreement_with_rule": agree / len(rows),
-        "disagreements": dict(Counter(f"rule {r} / stream {s}" for _, s, _, r in rows if s != r)),
-        "duplicate_direct": dup_f1([s == "duplicate" for _, s, _, _ in rows]),
-        "duplicate_same_group": dup_f1([grp for _, _, grp, _ in rows]),
-        "rule_duplicate": dup_f1([r == "duplicate" for *_, r in rows]),
-    }
+    return evaluate_stream(docs, [(x["a"], x["b"]) for x in labels], [x["label"] for x in labels])
 
 
 def _f(x: Any) -> str:
@@ -547,13 +510,13 @@ def render(r: dict[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     for name, d in r["detectors"].items():
-        a, g = d["duplicate_direct"], d["duplicate_same_group"]
+        a, g = d["stream"]["duplicate"], d["same_group"]
         lines.append(
             f"| {name} | {d['agreement_with_rule']:.3f} | {_f(a['precision'])} / "
             f"{_f(a['recall'])} / {_f(a['f1'])} | {_f(g['precision'])} / {_f(g['recall'])} / "
             f"{_f(g['f1'])} |"
         )
-    rule = next(iter(r["detectors"].values()))["rule_duplicate"]
+    rule = next(iter(r["detectors"].values()))["rule"]["duplicate"]
     lines.append(
         f"| `judge()` itself | 1.000 | {_f(rule['precision'])} / {_f(rule['recall'])} / "
         f"{_f(rule['f1'])} | |"
