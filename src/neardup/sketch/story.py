@@ -77,6 +77,7 @@ __all__ = [
     "story_features",
     "story_paragraphs",
     "story_vector",
+    "story_vector_of_features",
     "story_vector_reference",
 ]
 
@@ -253,16 +254,27 @@ def story_vector(
     """The story vector of ``text`` (module docs); ``idf`` ``None`` weighs every feature 1."""
     cfg = config or StoryVectorConfig()
     feats, tf = story_features(text, cfg)
-    if feats.shape[0] == 0:
-        return _empty(cfg)
-    weights = tf * (idf.weights_of(feats) if idf is not None else np.int64(IDF_SCALE))
+    return story_vector_of_features(feats, tf, cfg, idf)
+
+
+def story_vector_of_features(
+    features: U64,
+    tf_weights: npt.NDArray[np.int64],
+    config: StoryVectorConfig,
+    idf: IdfWeights | None = None,
+) -> StoryVector:
+    """The story vector of :func:`story_features`' output (for callers that also count the
+    features, e.g. into maintained document frequencies)."""
+    if features.shape[0] == 0:
+        return _empty(config)
+    weights = tf_weights * (idf.weights_of(features) if idf is not None else np.int64(IDF_SCALE))
     from neardup.sketch import _story_kernels
 
-    totals = _story_kernels.project(feats, weights, cfg.projection_keys())
+    totals = _story_kernels.project(features, weights, config.projection_keys())
     words, values = _story_kernels.finish(totals, weights)
     words.flags.writeable = False
     values.flags.writeable = False
-    return StoryVector(cfg.scheme_id, values, words, int(feats.shape[0]))
+    return StoryVector(config.scheme_id, values, words, int(features.shape[0]))
 
 
 def story_vector_reference(
