@@ -271,15 +271,24 @@ def events_section(arts: list[Article], story: dict[str, str]) -> dict:
     print("  provenance:", json.dumps(out["provenance"])[:600])
 
     docs = load_reuters()
-    desk = StoryDesk()
-    for d in docs:
-        desk.ingest(Article(d["id"], d["text"], d["title"], parse_date(d["date"])))
     topics = {d["id"]: ",".join(d["topics"]) or "-" for d in docs}
-    listed = describe(desk, topics, limit=100)
-    out["reuters"] = {"events": len(desk.events()), "listed": listed}
-    print(f"  reuters: {len(desk.events())} events")
-    for e in listed:
-        print(f"    {e['articles']:4d} {e['hours']:6.1f} h  {e['title']!r}  {e['stories']}")
+    titles = {d["id"]: d["title"] for d in docs}
+    for name, events in (
+        ("reuters", StoryEventConfig()),
+        ("reuters, min_similarity 0.25", StoryEventConfig(min_similarity=0.25)),
+        ("reuters, no figure rule", StoryEventConfig(max_figure_share=1.0)),
+    ):
+        desk = StoryDesk(StoryConfig(events=events))
+        for d in docs:
+            desk.ingest(Article(d["id"], d["text"], d["title"], parse_date(d["date"])))
+        listed = describe(desk, topics, limit=100)
+        for e in listed:
+            e["first_titles"] = [titles[m] for m in desk.events()[listed.index(e)].members[:8]]
+        out[name] = {"events": len(desk.events()), "listed": listed}
+        print(f"  {name}: {len(desk.events())} events")
+        for e in listed:
+            print(f"    {e['articles']:4d} {e['hours']:6.1f} h  {e['title']!r}  {e['stories']}")
+            print(f"         {e['first_titles']}")
 
     rng = np.random.default_rng(7)
     pick = rng.choice(len(docs), 2000, replace=False)
@@ -412,19 +421,27 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="a 100,000-story index")
     parser.add_argument("--skip-index", action="store_true")
+    parser.add_argument(
+        "--only", choices=("choice", "similar", "events", "cost", "index"), action="append"
+    )
     parser.add_argument("--out", default="story")
     args = parser.parse_args()
     arts, story, labels = load_prov()
     payload: dict[str, Any] = {}
-    print("choice (pairs half A and Reuters topics choose; half B is held out):")
-    payload["choice"] = choice(arts, story, labels)
-    print("similar:")
-    payload["similar"] = similar_section(arts, story, labels)
-    print("events:")
-    payload["events"] = events_section(arts, story)
-    print("cost:")
-    payload["cost"] = cost_section(arts)
-    if not args.skip_index:
+    only = set(args.only or ("choice", "similar", "events", "cost", "index"))
+    if "choice" in only:
+        print("choice (pairs half A and Reuters topics choose; half B is held out):")
+        payload["choice"] = choice(arts, story, labels)
+    if "similar" in only:
+        print("similar:")
+        payload["similar"] = similar_section(arts, story, labels)
+    if "events" in only:
+        print("events:")
+        payload["events"] = events_section(arts, story)
+    if "cost" in only:
+        print("cost:")
+        payload["cost"] = cost_section(arts)
+    if "index" in only and not args.skip_index:
         print("index:")
         payload["index"] = index_section(100_000 if args.quick else args.n, args.queries)
     print("saved", save(args.out, payload))
