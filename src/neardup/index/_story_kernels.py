@@ -1,0 +1,94 @@
+"""Compiled window scans of the story index (private; imported lazily, numba).
+
+Each kernel is a brute-force pass over a contiguous range of rows -- exact by construction --
+and is tested against a numpy recomputation of the same scores.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+__all__ = ["byte_table", "scan"]
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+F32 = npt.NDArray[np.float32]
+
+
+@njit(cache=True, inline="always")
+def _popcount(x: np.uint64) -> np.int64:  # pragma: no cover - compiled
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True)
+def byte_table(values: F32) -> F32:  # pragma: no cover - compiled
+    """``table[i, v] = sum_b (+values[8i+b] if bit b of v else -values[8i+b])``: one lookup per
+    fingerprint byte then sums the signed projection of a whole byte."""
+    nbytes = values.shape[0] // 8
+    table = np.empty((nbytes, 256), dtype=np.float32)
+    for i in range(nbytes):
+        for v in range(256):
+            s = 0.0
+            for b in range(8):
+                x = float(values[8 * i + b])
+                s += x if (v >> b) & 1 else -x
+            table[i, v] = np.float32(s)
+    return table
+
+
+@njit(cache=True)
+def scan(
+    fps: U64,
+    dates: I64,
+    alive: npt.NDArray[np.bool_],
+    lo: int,
+    hi: int,
+    check_dates: bool,
+    since: int,
+    until: int,
+    query: U64,
+    table: F32,
+    asymmetric: bool,
+    min_score: float,
+    out_pos: I64,
+    out_score: npt.NDArray[np.float64],
+    out_dist: I64,
+) -> int:  # pragma: no cover - compiled
+    """Score rows ``[lo, hi)`` (live, and dated in ``[since, until]`` when ``check_dates``)
+    against ``query``; write those scoring at least ``min_score`` to the ``out`` arrays and
+    return how many.  Score: the asymmetric cosine estimate (``table``) when ``asymmetric``,
+    else ``cos(pi * d / bits)`` of the Hamming distance ``d``."""
+    words = query.shape[0]
+    bits = words * 64
+    scale = math.sqrt(math.pi / 2.0) / bits
+    n = 0
+    for r in range(lo, hi):
+        if not alive[r]:
+            continue
+        if check_dates and (dates[r] < since or dates[r] > until):
+            continue
+        d = np.int64(0)
+        for w in range(words):
+            d += _popcount(fps[r, w] ^ query[w])
+        if asymmetric:
+            s = 0.0
+            for w in range(words):
+                x = fps[r, w]
+                for b in range(8):
+                    s += table[8 * w + b, np.int64((x >> np.uint64(8 * b)) & np.uint64(255))]
+            score = s * scale
+        else:
+            score = math.cos(math.pi * d / bits)
+        if score >= min_score:
+            out_pos[n] = r
+            out_score[n] = score
+            out_dist[n] = d
+            n += 1
+    return n
