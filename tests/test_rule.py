@@ -270,3 +270,11 @@ def test_copy_bounds_bound_the_exact_features(a: str, b: str, width: int, passag
     if not s.copy_possible[0]:
         assert label in ("similar", "unrelated")
         assert label == ("similar" if f.cosine >= cfg.similar_min_cosine else "unrelated")
+
+
+@pytest.mark.slow
+def test_a_ten_megabyte_text_gets_a_verdict() -> None:
+    big = text(*STORY) * 20_000  # about 10 MB
+    assert len(big) > 9_000_000
+    v = judge(big, text(*STORY))
+    assert v.label == "duplicate" and v.features.coverage_b == 1.0
