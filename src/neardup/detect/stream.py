@@ -98,7 +98,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import orjson
-import xxhash
 
 from neardup.config import Config, check_choice, check_int, check_range
 from neardup.detect.events import EventConfig, EventDetector, EventReport, build_report
@@ -111,6 +110,7 @@ from neardup.errors import (
     NearDupError,
     NotFoundError,
     SchemeMismatchError,
+    StateFileError,
     StoreError,
 )
 from neardup.index.facts import (
@@ -123,7 +123,7 @@ from neardup.index.facts import (
 )
 from neardup.index.hamming import HammingIndex
 from neardup.index.lsh import LSHIndex
-from neardup.records import Article
+from neardup.records import Article, text_hash
 from neardup.similarity import longest_common_substring
 from neardup.similarity._overlap_kernels import sorted_intersection_size
 from neardup.similarity.overlap import (
@@ -150,6 +150,9 @@ from neardup.sketch.minhash import MinHashConfig, minhash_values
 from neardup.sketch.shingleset import ShingleSetConfig, sign_shingles
 from neardup.sketch.simhash import SimHashConfig, sign_simhash
 from neardup.store import ArticleRow, EventRow, LogEntry, Store
+from neardup.store.checkpoint import LogMark, check_mark, read_state, write_state
+
+_CHECKPOINT_KIND = "stream-checkpoint"  # what a stream's state file holds (store.checkpoint)
 
 __all__ = [
     "STATUSES",
@@ -512,11 +515,6 @@ def _gap_us(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else abs(a - b)
 
 
-def text_hash(text: str) -> str:
-    """128-bit content hash of an article's text (xxh3_128, hex): equal text, equal hash."""
-    return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
-
-
 def _order_key(date_us: int | None, article_id: str) -> tuple[bool, int, str]:
     # Earliest by date first, undated after dated, then the id: a total, stable order.
     return (date_us is None, date_us or 0, article_id)
@@ -719,17 +717,20 @@ class NewsStream:
         return Signature(cfg.scheme_id, values)
 
     def _load(self) -> None:
-        """Checkpoint (when valid) plus the log entries after it; else the whole log."""
+        """Checkpoint (when intact and made from this store's history, see
+        :mod:`neardup.store.checkpoint`) plus the log entries after it; else the whole log."""
         self._index = self._new_index()
         self._lsh = self._new_lsh()
         self._events = EventDetector(self.config.events)
         self._log_seq = 0
-        if self.checkpoint_path is not None and self.checkpoint_path.exists():
+        if self.checkpoint_path is not None:
             try:
-                self._restore_checkpoint(self.checkpoint_path)
-                self.stats["restored_from_checkpoint"] = 1
-            except (StoreError, OSError, ValueError, KeyError) as exc:
-                # A stale or damaged checkpoint is only a lost speed-up: rebuild from the log.
+                if self._restore_checkpoint(self.checkpoint_path):
+                    self.stats["restored_from_checkpoint"] = 1
+            except (StateFileError, ValueError, KeyError, IndexError, TypeError) as exc:
+                # A damaged, stale or foreign checkpoint is only a lost speed-up: rebuild from
+                # the log.  (A StoreError other than StateFileError, e.g. the store being
+                # unreachable while the checkpoint is checked, is raised: a rebuild would fail.)
                 self.stats["checkpoint_error"] = str(exc)  # type: ignore[assignment]
                 self._index = self._new_index()
                 self._lsh = self._new_lsh()
@@ -785,7 +786,9 @@ class NewsStream:
 
     # --- checkpoints ----------------------------------------------------------------------
     def checkpoint(self) -> Path | None:
-        """Write the in-memory indexes to ``checkpoint_path`` (atomic replace); return it."""
+        """Write the in-memory indexes to ``checkpoint_path`` (atomic replace under a
+        temporary name unique to the process, pinned to the store's log by a
+        :class:`~neardup.store.checkpoint.LogMark`); return it."""
         if self.checkpoint_path is None:
             return None
         indexed = self._index.keys()
@@ -793,9 +796,8 @@ class NewsStream:
         fps = np.fromiter((self._index.get(k) for k in keys), dtype=np.uint64, count=len(keys))
         meta = {
             "version": _CHECKPOINT_VERSION,
-            "store_uuid": self._uuid,
             "schemes": self._schemes,
-            "log_seq": self._log_seq,
+            "mark": LogMark.of(self.store, self._log_seq).to_dict(),
             "events": self.config.events.scheme_id,
             "similar_max_distance": self.config.similar_max_distance,
             "lsh": self._lsh_id(),
@@ -811,33 +813,27 @@ class NewsStream:
         arrays = {
             "lsh_keys": np.asarray(lsh_keys, dtype=np.int64),
             "lsh_sigs": lsh_sigs,
-            "meta": np.asarray([json.dumps(meta, sort_keys=True)], dtype=np.str_),
             "index_keys": np.asarray(keys, dtype=np.int64),
             "index_fps": fps,
             **self._events.state(),
             **self._facts.state(),
         }
-        # A per-process temporary name: several processes sharing a store may checkpoint at
-        # once; each file is complete and self-consistent, and the last rename wins.
-        tmp = self.checkpoint_path.with_name(f"{self.checkpoint_path.name}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)  # type: ignore[arg-type]
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.checkpoint_path)
-        except OSError as exc:
-            raise StoreError(f"cannot write checkpoint {self.checkpoint_path}: {exc}") from exc
+        # Several processes sharing a store may checkpoint at once: each writes its own
+        # temporary file, each file is complete and self-consistent, the last rename wins.
+        write_state(self.checkpoint_path, _CHECKPOINT_KIND, meta, arrays)
         self._since_checkpoint = 0
         return self.checkpoint_path
 
-    def _restore_checkpoint(self, path: Path) -> None:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-        meta = json.loads(str(arrays["meta"][0]))
+    def _restore_checkpoint(self, path: Path) -> bool:
+        """Fill the fresh indexes from the checkpoint at ``path``; ``False`` when there is
+        none.  ``StateFileError`` when it is damaged, made with another configuration, or
+        not made from this store's history (then nothing may be kept of it)."""
+        saved = read_state(path, _CHECKPOINT_KIND)
+        if saved is None:
+            return False
+        meta, arrays = saved.meta, saved.arrays
         expected = {
             "version": _CHECKPOINT_VERSION,
-            "store_uuid": self._uuid,
             "schemes": self._schemes,
             "events": self.config.events.scheme_id,
             "similar_max_distance": self.config.similar_max_distance,
@@ -845,10 +841,13 @@ class NewsStream:
         }
         for key, value in expected.items():
             if meta.get(key) != value:
-                raise StoreError(f"checkpoint {path} does not match the store ({key} differs)")
-        log_seq = int(meta["log_seq"])
-        if log_seq > self.store.last_log_seq():
-            raise StoreError(f"checkpoint {path} is ahead of the store's log")
+                raise StateFileError(f"checkpoint {path} was made with another {key}")
+        mark = LogMark.from_dict(meta.get("mark"))
+        try:
+            check_mark(self.store, mark)
+        except StateFileError as exc:
+            raise StateFileError(f"checkpoint {path} is stale: {exc}") from exc
+        log_seq = mark.log_seq
         keys = arrays["index_keys"].astype(np.int64).tolist()
         if keys:
             self._index.add_many(keys, arrays["index_fps"].astype(np.uint64))
@@ -860,8 +859,9 @@ class NewsStream:
                 self._lsh.add_many(lsh_keys, sigs)
         self._events.load_state(arrays)
         self._check_caches()  # tie the facts to this index first, or they would be dropped
-        self._facts.load_state(arrays)  # absent from older checkpoints: filled as read
+        self._facts.load_state(arrays)
         self._log_seq = log_seq
+        return True
 
     def _lsh_id(self) -> str | None:
         if self._lsh is None:
@@ -904,6 +904,34 @@ class NewsStream:
                 errors.append(f"LSH index differs: {len(lsh_live)} live vs {len(lsh_rebuilt)}")
         if self._events.snapshot() != fresh._events.snapshot():
             errors.append("event window differs from the store")
+
+        def facts_by_seq(facts: CandidateFacts) -> dict[int, tuple[bytes, int, bytes | None]]:
+            held = facts.state()
+            out: dict[int, tuple[bytes, int, bytes | None]] = {}
+            for seq in np.flatnonzero(held["facts_slot_of"] >= 0).tolist():
+                k = int(held["facts_slot_of"][seq])
+                start, n = int(held["facts_starts"][k]), int(held["facts_counts"][k])
+                dstart, dn = int(held["facts_dstarts"][k]), int(held["facts_dcounts"][k])
+                digits = None if dn < 0 else held["facts_digits"][dstart : dstart + dn].tobytes()
+                values = held["facts_values"][start : start + n].tobytes()
+                out[seq] = (values, int(held["facts_dates"][k]), digits)
+            return out
+
+        # The screening facts (restored from a checkpoint, or read since) must be those of
+        # the articles the store now holds under the same seqs.
+        live_facts = facts_by_seq(self._facts)
+        fresh._check_caches()
+        unread = sorted(set(live_facts) - set(facts_by_seq(fresh._facts)))
+        for r in self.store.get_many_by_seq(unread):
+            sig = Signature.from_bytes(r.signature)
+            fresh._remember(r.seq, r.date_us, sig.values, sig, r.text)
+        rebuilt_facts = facts_by_seq(fresh._facts)
+        stale = [seq for seq, held in live_facts.items() if rebuilt_facts.get(seq) != held]
+        if stale:
+            errors.append(
+                f"candidate facts of {len(stale)} article(s) differ from the store "
+                f"(seqs {stale[:5]})"
+            )
         canonical = {
             a.seq: a.fingerprint
             for a in self.store.iter_articles()
