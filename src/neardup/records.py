@@ -198,7 +198,7 @@ class Article:
             )
         if isinstance(raw_id, int) and not -(1 << 63) <= raw_id < 1 << _INT_ID_BITS:
             raise InputError(f"integer {f.id!r} must fit in 64 bits; send a longer id as a string")
-        article_id = check_id(str(raw_id), f"{f.id!r}")
+        article_id = check_id(str(raw_id), f.id)
         if f.text not in data or data[f.text] is None:
             raise InputError(f"article {shown(article_id)} is missing its {f.text!r} field")
         text = data[f.text]

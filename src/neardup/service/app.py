@@ -994,7 +994,7 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
     def do_origin(raw: bytes) -> Any:
         body = model_body(raw, OriginIn)
         if body.text is not None:
-            _check_text(body.text, "text", cfg)
+            _check_text(body.text, "body", cfg)
         if body.id is not None:
             check_id(body.id)
         return be().origin(body.id, body.text)
