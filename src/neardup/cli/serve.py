@@ -16,7 +16,7 @@ __all__ = ["serve"]
 @click.command()
 @click.option(
     "--store",
-    default="sqlite:///neardup.db",
+    default="sqlite://neardup.db",
     show_default=True,
     help="Store URL: sqlite:///PATH (embedded, default) or postgresql://... (several workers).",
 )

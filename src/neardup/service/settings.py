@@ -51,7 +51,7 @@ class ServiceSettings(Config):
 
     SCHEME = "service"
 
-    store: str = "sqlite:///neardup.db"
+    store: str = "sqlite://neardup.db"  # relative: ./neardup.db (sqlite:///abs/path)
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1

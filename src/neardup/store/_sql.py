@@ -143,32 +143,29 @@ def to_unsigned(value: int) -> int:
     return value & _MASK64
 
 
-def _text_part(value: str | None) -> bytes:
-    if value is None:
-        return b"\xff\xff\xff\xff"
-    data = value.encode("utf-8", "surrogatepass")
-    return len(data).to_bytes(4, "little") + data
+_ROW_HEADER = struct.Struct("<6i?qQ")  # six text lengths (-1: NULL), date, SimHash
+_ENTRY_HEADER = struct.Struct("<iqqi")  # op length, article seq, transaction id, arg length
 
 
 def row_check(row: ArticleRow) -> int:
-    """xxh3-64 (signed) of the article columns fixed at ingest (module docstring)."""
-    data = b"".join(
-        [
-            *(
-                _text_part(v)
-                for v in (row.id, row.text_hash, row.source, row.title, row.status, row.decision)
-            ),
-            struct.pack("<?qQ", row.date_us is None, row.date_us or 0, row.fingerprint),
-            row.signature,
-        ]
+    """xxh3-64 (signed) of the article columns fixed at ingest (module docstring): their
+    lengths and numbers in a fixed header, then their bytes."""
+    texts = (row.id, row.text_hash, row.source, row.title, row.status, row.decision)
+    data = [b"" if v is None else v.encode("utf-8", "surrogatepass") for v in texts]
+    header = _ROW_HEADER.pack(
+        *(-1 if v is None else len(d) for v, d in zip(texts, data, strict=True)),
+        row.date_us is None,
+        row.date_us or 0,
+        row.fingerprint,
     )
-    return to_signed(xxhash.xxh3_64_intdigest(data))
+    return to_signed(xxhash.xxh3_64_intdigest(b"".join([header, *data, row.signature])))
 
 
 def entry_check(op: str, article_seq: int, arg: str, txn: int) -> int:
     """xxh3-64 (signed) of a log entry's fields (its seq is the row's key)."""
-    data = b"".join([_text_part(op), struct.pack("<qq", article_seq, txn), _text_part(arg)])
-    return to_signed(xxhash.xxh3_64_intdigest(data))
+    op_bytes, arg_bytes = op.encode("utf-8", "surrogatepass"), arg.encode("utf-8", "surrogatepass")
+    header = _ENTRY_HEADER.pack(len(op_bytes), article_seq, txn, len(arg_bytes))
+    return to_signed(xxhash.xxh3_64_intdigest(header + op_bytes + arg_bytes))
 
 
 def _entry_ok(r: Sequence[Any]) -> bool:
