@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import functools
 import hmac
 import json
 import logging
@@ -777,31 +776,51 @@ _R = TypeVar("_R")
 class BackendRunner:
     """Runs backend calls on one worker thread, in arrival order, off the event loop.
 
-    One thread: the store connection is used by one thread only, and requests are answered
-    as if they came one after another (the backend's state is never seen half-updated).
-    The event loop only waits on the result, so it keeps reading requests, answering
-    ``/healthz`` and the dedup fast path while a heavy request is computed.
+    One thread at a time uses the backend: the store connection is never shared, and
+    requests are answered as if they came one after another (the backend's state is never
+    seen half-updated).  The event loop only waits on the result, so it keeps reading
+    requests, answering ``/healthz`` and the dedup fast path while a heavy request is
+    computed.  A *light* call (a store read, one small article) made while nothing is
+    pending runs at once on the loop's own thread instead: no other call can be running,
+    so the rule holds, and it saves the two thread switches of a hop (~0.2 ms of CPU a
+    request measured on the service).
     """
 
     def __init__(self) -> None:
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="neardup")
-        self.queued = 0  # calls submitted and not finished
+        # Each counter is written by one thread only (submitted: the loop's; finished: the
+        # worker's), so no update is lost.
+        self._submitted = 0
+        self._finished_count = 0
 
-    async def __call__(self, fn: Callable[..., _R], *args: Any) -> _R:
+    @property
+    def pending(self) -> int:
+        """Calls submitted to the worker and not finished."""
+        return self._submitted - self._finished_count
+
+    async def __call__(self, fn: Callable[..., _R], *args: Any, light: bool = False) -> _R:
+        if light and self.pending == 0:
+            return fn(*args)
         loop = asyncio.get_running_loop()
-        self.queued += 1
-        try:
-            return await loop.run_in_executor(self._pool, functools.partial(fn, *args))
-        finally:
-            self.queued -= 1
+        return await asyncio.wrap_future(self.submit(fn, *args), loop=loop)
 
     def submit(self, fn: Callable[..., _R], *args: Any) -> concurrent.futures.Future[_R]:
-        """Queue a call without waiting for it (its result is the future's)."""
-        return self._pool.submit(fn, *args)
+        """Queue a call on the worker thread (its result is the future's)."""
+        self._submitted += 1
+        future = self._pool.submit(fn, *args)
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, future: concurrent.futures.Future[Any]) -> None:
+        self._finished_count += 1
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
+
+#: Bodies up to this size are light (:class:`BackendRunner`): one article, a short
+#: result set; signing 16 KB of text takes a few milliseconds.
+LIGHT_BODY_BYTES = 16 * 1024
 
 #: Python's thread switch interval in the service process (see ``lifespan``).
 SWITCH_INTERVAL_SECONDS = 0.001
@@ -870,10 +889,11 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
     def be() -> Backend:
         return state["backend"]  # type: ignore[no-any-return]
 
-    async def run(fn: Callable[..., _R], *args: Any) -> _R:
-        """``fn(*args)`` on the backend's thread (see :class:`BackendRunner`)."""
+    async def run(fn: Callable[..., _R], *args: Any, light: bool = False) -> _R:
+        """``fn(*args)`` on the backend's thread (see :class:`BackendRunner`; ``light``: a
+        call bounded to about a millisecond, run at once when nothing is pending)."""
         runner: BackendRunner = state["runner"]
-        return await runner(fn, *args)
+        return await runner(fn, *args, light=light)
 
     def model_body(raw: bytes, model: type[_M]) -> _M:
         # Parsed here rather than by FastAPI so that a malformed body is a 400 whatever its
@@ -907,24 +927,26 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
         denied = token_error(request.headers, cfg.token)
         if denied is not None:
             raise denied
-        return await run(do_ingest, await request.body())
+        raw = await request.body()
+        return await run(do_ingest, raw, light=len(raw) <= LIGHT_BODY_BYTES)
 
     @app.get("/v1/documents", tags=["documents"], summary="Recently ingested articles")
     async def recent(limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> Any:
         """The last ``limit`` ingested articles, newest first (id, title, date, status)."""
-        return {"documents": await run(be().recent, limit)}
+        return {"documents": await run(be().recent, limit, light=True)}
 
     @app.get("/v1/documents/{doc_id}", tags=["documents"], summary="One stored article")
     async def document(doc_id: str) -> Any:
         """The stored article (text, title, date, source) and the decision made at ingest."""
-        return await run(be().document, check_id(doc_id))
+        return await run(be().document, check_id(doc_id), light=True)
 
     @app.get("/v1/documents/{doc_id}/similar", tags=["documents"], summary="Similar stories")
     async def similar(doc_id: str, limit: Annotated[int, Query(ge=1)] = 10) -> Any:
         """Stored articles on the same story, best first, each with its score."""
         if limit > cfg.max_similar:
             raise InputTooLargeError(f"limit {limit} is over the maximum {cfg.max_similar}")
-        return {"id": doc_id, "similar": await run(be().similar, check_id(doc_id), limit)}
+        found = await run(be().similar, check_id(doc_id), limit, light=True)
+        return {"id": doc_id, "similar": found}
 
     def do_dedup(raw: bytes) -> Response:
         refs, keys, threshold = (
@@ -969,7 +991,8 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
         following chains to the kept item), ``positions`` (the library's raw answer: for each
         position, the earliest position it near-duplicates, or itself).  At most
         ``max_result_set`` items and ``max_dedup_chars`` characters of text together."""
-        return await run(do_dedup, await request.body())
+        raw = await request.body()
+        return await run(do_dedup, raw, light=len(raw) <= LIGHT_BODY_BYTES)
 
     def fast_dedup(raw: bytes) -> bytes | None:
         # The route's common case (see DedupFastPath), on the event loop: answered only from
@@ -991,12 +1014,12 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
         start, end = parse_date(since), parse_date(until)
         if start is not None and end is not None and start > end:
             raise InputError("since is after until")
-        return {"events": await run(be().events, start, end)}
+        return {"events": await run(be().events, start, end, light=True)}
 
     @app.get("/v1/events/{event_id}", tags=["events"], summary="One event's report")
     async def event(event_id: str) -> Any:
         """The event's report: articles in time order, first publisher, sources, growth."""
-        return await run(be().event, check_id(event_id, "event id"))
+        return await run(be().event, check_id(event_id, "event id"), light=True)
 
     def do_origin(raw: bytes) -> Any:
         body = model_body(raw, OriginIn)
@@ -1024,7 +1047,7 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
         when the backend is idle (waiting at most 20 ms for them), else at once with the
         last ones (``"busy": true``) while a refresh is queued behind the work."""
         runner: BackendRunner = state["runner"]
-        busy = runner.queued > 0
+        busy = runner.pending > 0
         pending = state.get("health")
         if pending is None or pending.done():
             # One store read queued at a time, however often /healthz is called.
@@ -1057,7 +1080,7 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
         )
         gauges["neardup_backend_queue"] = (
             "Backend calls waiting or running on the worker thread.",
-            state["runner"].queued,
+            state["runner"].pending,
         )
         return PlainTextResponse(
             metrics.render(gauges), media_type="text/plain; version=0.0.4; charset=utf-8"
