@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from neardup.errors import ConfigError, StoreError
+from neardup.records import text_hash
 from neardup.store import SCHEMA_VERSION, ArticleRow, EventRow, Store, open_store
 
 PG_BASE = os.environ.get("NEARDUP_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
@@ -48,7 +49,7 @@ def row(article_id: str, fp: int = 1, date_us: int | None = 0, **kw: object) -> 
     fields: dict[str, object] = {
         "seq": 0,
         "id": article_id,
-        "text_hash": "h-" + article_id,
+        "text_hash": text_hash("text of " + article_id),
         "date_us": date_us,
         "source": "src",
         "title": "t",

@@ -17,7 +17,10 @@ exit code the CLI uses and the HTTP status the service answers with::
     ├── CapacityError(MemoryError)    exit 2   HTTP 507   a fixed memory budget cannot hold the work
     ├── AuthError(PermissionError)    exit 77  HTTP 401   missing or wrong API token
     └── StoreError(OSError)           exit 74  HTTP 503   the store cannot be read or written
-        └── IncompleteOutputError     exit 74  HTTP 503   a partial output was found
+        ├── IncompleteOutputError     exit 74  HTTP 503   a partial output was found
+        ├── StoreCorruptError         exit 74  HTTP 500   stored data fails its integrity check
+        └── StateFileError            exit 74  HTTP 503   a saved state file (checkpoint) is
+                                                          damaged or not of this store's history
 
 Exit codes follow BSD ``sysexits.h`` where one fits (65 data error, 66 no input, 74 I/O
 error, 77 permission denied); 2 is click's usage error.  No ``assert`` guards anything a
@@ -39,6 +42,8 @@ __all__ = [
     "NotFoundError",
     "SchemeMismatchError",
     "SignatureFormatError",
+    "StateFileError",
+    "StoreCorruptError",
     "StoreError",
 ]
 
@@ -126,3 +131,16 @@ class StoreError(NearDupError, OSError):
 
 class IncompleteOutputError(StoreError):
     """An output file exists but was not finished; it is never mistaken for a complete one."""
+
+
+class StoreCorruptError(StoreError):
+    """Stored data fails its integrity check: a text that does not match its stored hash,
+    bytes that do not decode.  The message names the articles; nothing is answered from
+    them (a server-side fault: HTTP 500, not the 503 of an unavailable store)."""
+
+    http_status = 500
+
+
+class StateFileError(StoreError):
+    """A saved state file (an index checkpoint) is missing parts, damaged, or was not made
+    from this store's history.  Callers rebuild the state from the store instead."""

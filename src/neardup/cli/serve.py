@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 import click
 
@@ -34,7 +35,14 @@ __all__ = ["serve"]
     "--token",
     default=None,
     envvar="NEARDUP_TOKEN",
-    help="API token required for writes (or set NEARDUP_TOKEN).",
+    help="API token required for writes. Prefer NEARDUP_TOKEN or --token-file: a value on "
+    "the command line is visible to other users in the process list.",
+)
+@click.option(
+    "--token-file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Read the API token from this file (its first line).",
 )
 @click.option(
     "--preload",
@@ -71,6 +79,7 @@ def serve(
     port: int,
     workers: int,
     token: str | None,
+    token_file: str | None,
     preload: int,
     preload_path: str | None,
     max_body_bytes: int,
@@ -81,6 +90,17 @@ def serve(
 
     from neardup.service.backend import open_backend
     from neardup.service.load import preload as run_preload
+
+    if token_file is not None:
+        if token is not None:
+            raise click.UsageError("give the token once: --token / NEARDUP_TOKEN or --token-file")
+        try:
+            lines = Path(token_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.UsageError(f"cannot read --token-file {token_file}: {exc}") from exc
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise click.UsageError(f"--token-file {token_file} holds no token")
 
     settings = ServiceSettings(
         store=store,

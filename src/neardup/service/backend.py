@@ -82,6 +82,11 @@ class Backend(Protocol):
         """``items``: (stored id, None) or (None, text), in ranking order."""
         ...
 
+    def dedup_cached(self, ids: Sequence[str], threshold: float) -> list[int] | None:
+        """:meth:`dedup` of stored ids from signatures already in memory, without touching
+        the store (safe on any thread); ``None`` when some id's signature is not held."""
+        ...
+
     def events(self, since: dt.datetime | None, until: dt.datetime | None) -> list[Any]: ...
 
     def event(self, event_id: str) -> dict[str, Any]: ...
@@ -248,6 +253,12 @@ class LibraryBackend:
             self._signatures.put(doc_id, sig)
             fresh[doc_id] = sig
         return [sig if sig is not None else fresh[i] for i, sig in zip(ids, found, strict=True)]
+
+    def dedup_cached(self, ids: Sequence[str], threshold: float) -> list[int] | None:
+        signatures = self._signatures.lookup(ids)
+        if any(sig is None for sig in signatures):
+            return None
+        return dedup_result_set(signatures, threshold)
 
     def dedup(self, items: Sequence[tuple[str | None, str | None]], threshold: float) -> list[int]:
         if all(text is None for _, text in items):

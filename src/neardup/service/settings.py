@@ -40,9 +40,12 @@ class ServiceSettings(Config):
     ``preload``: number of sample articles ingested at start (0 = none): Reuters-21578 read
     from ``preload_path`` or the shared data folder, else the synthetic sample corpus (see
     :mod:`neardup.service.load`).
-    Limits: ``max_body_bytes`` per request body (413 above), ``max_text_chars`` per text
+    Limits: ``max_body_bytes`` per request body (413 above), ``body_timeout_seconds`` for a
+    whole body to arrive (408 after), ``max_pending_body_bytes`` for all bodies being read
+    or processed at once (503 with ``Retry-After`` above), ``max_text_chars`` per text
     (413 above), ``max_batch`` articles per ``POST /v1/documents``, ``max_result_set`` items
-    per ``POST /v1/dedup`` (the issue's 1,000), ``max_similar`` results per similar query.
+    per ``POST /v1/dedup`` (1,000) and ``max_dedup_chars`` characters of text to sign in one
+    (413 above; ~1 s of signing), ``max_similar`` results per similar query.
     ``dedup_threshold``: default similarity threshold of ``POST /v1/dedup`` (seed 000's 0.5).
     ``signature_cache``: stored sentence signatures kept decoded in memory (LRU entries).
     ``origin_memory_bytes``: the origin detector's fixed table (seed 004); 32 MiB holds every
@@ -59,9 +62,12 @@ class ServiceSettings(Config):
     preload: int = 0
     preload_path: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024
+    body_timeout_seconds: float = 30.0
+    max_pending_body_bytes: int = 256 * 1024 * 1024
     max_text_chars: int = 1_000_000
     max_batch: int = 1000
     max_result_set: int = 1000
+    max_dedup_chars: int = 4_000_000
     max_similar: int = 100
     dedup_threshold: float = 0.5
     signature_cache: int = 1_000_000
@@ -79,6 +85,11 @@ class ServiceSettings(Config):
             raise ConfigError("token must be a string of at least 8 characters")
         check_int("preload", self.preload, low=0, high=10_000_000)
         check_int("max_body_bytes", self.max_body_bytes, low=1024, high=1 << 31)
+        check_range(
+            "body_timeout_seconds", self.body_timeout_seconds, low=0.0, high=3600.0, low_open=True
+        )
+        check_int("max_pending_body_bytes", self.max_pending_body_bytes, low=1024, high=1 << 40)
+        check_int("max_dedup_chars", self.max_dedup_chars, low=1, high=1 << 31)
         check_int("max_text_chars", self.max_text_chars, low=1, high=1 << 30)
         check_int("max_batch", self.max_batch, low=1, high=100_000)
         check_int("max_result_set", self.max_result_set, low=1, high=100_000)

@@ -20,7 +20,14 @@ check-then-insert of an ingest atomic: decisions are the same as with one proces
 
 Schema versioning: ``meta.schema_version`` is written at creation; opening a store with a
 newer version than this code knows raises :class:`~neardup.errors.StoreError`; older versions
-are migrated forward by the backend's ``MIGRATIONS`` (none yet: version 1 is the first).
+are migrated forward by the backend's ``MIGRATIONS`` (version 2 added the log's transaction
+ids).
+
+Integrity: every log entry records the random id of the transaction that appended it
+(:meth:`Store.log_txn`), and the store has a uuid made at creation (:meth:`Store.identity`):
+together they pin a state rebuilt from the log to this store's exact history
+(:mod:`neardup.store.checkpoint`).  Every article row read is checked against its stored
+text hash (``StoreCorruptError`` otherwise, naming the articles).
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ __all__ = [
     "open_store",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -96,7 +103,9 @@ class LogEntry:
 
 @runtime_checkable
 class Store(Protocol):
-    """What the stream needs from a store.  All methods raise ``StoreError`` on I/O failure."""
+    """What the stream needs from a store.  All methods raise ``StoreError`` on I/O failure,
+    ``StoreCorruptError`` on damaged data and ``InputError`` for values the store cannot
+    hold (never ``StoreError`` for those)."""
 
     url: str
 
@@ -142,6 +151,20 @@ class Store(Protocol):
     def log_since(self, seq: int, limit: int | None = None) -> list[LogEntry]: ...
 
     def last_log_seq(self) -> int: ...
+
+    def log_txn(self, seq: int) -> int | None:
+        """The random id of the transaction that appended log entry ``seq`` (``None``: no
+        such entry).  Equal ids at equal ``seq`` mean the same history up to that entry."""
+        ...
+
+    def identity(self) -> str:
+        """The store's uuid, made at creation (a copy of the store keeps it)."""
+        ...
+
+    def check_recent(self, limit: int | None = None) -> None:
+        """Check the newest ``limit`` articles (default 1,000) as every read does
+        (``StoreCorruptError`` naming the damaged ones); run when a store is opened."""
+        ...
 
     def count(self) -> int: ...
 

@@ -23,13 +23,13 @@ from typing import Any
 import xxhash
 
 from neardup.errors import ConfigError, StoreError
-from neardup.store._sql import SqlStoreBase, make_ddl, run_script
+from neardup.store._sql import MIGRATE_1_TO_2, SqlStoreBase, make_ddl, run_script
 
 __all__ = ["PostgresStore", "drop_schema"]
 
 _DDL = make_ddl(seq="BIGSERIAL PRIMARY KEY", integer="BIGINT", blob="BYTEA")
 
-MIGRATIONS: dict[int, str] = {}
+MIGRATIONS: dict[int, str] = {1: MIGRATE_1_TO_2.format(int="BIGINT")}
 
 _SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -91,13 +91,14 @@ class PostgresStore(SqlStoreBase):
                 self._conn.execute(f'SET search_path TO "{self.schema}"')
                 run_script(_DDL, self._conn.execute)
                 self._check_version(MIGRATIONS, self._conn.execute)
+            self._conn.execute(f'SET search_path TO "{self.schema}"')
+            self.check_recent()
         except psycopg.Error as exc:
             self._conn.close()
             raise StoreError(f"cannot initialise PostgreSQL store: {exc}") from exc
         except BaseException:
             self._conn.close()
             raise
-        self._conn.execute(f'SET search_path TO "{self.schema}"')
 
     @property
     def _label(self) -> str:
@@ -107,8 +108,18 @@ class PostgresStore(SqlStoreBase):
         return text.replace("?", "%s")
 
     def _insert_returning_seq(self, text: str, params: Sequence[Any]) -> int:
-        row = self._exec(text + " RETURNING seq", params).fetchone()
+        row = self._fetchone(text + " RETURNING seq", params)
         return int(row[0])
+
+    def _input_problem(self, exc: BaseException) -> str | None:
+        errors = self._psycopg.errors
+        if isinstance(exc, errors.ProgramLimitExceeded | errors.StringDataRightTruncation):
+            return "too_large"  # e.g. a key too long for its index
+        if isinstance(exc, errors.DataCorrupted | errors.IndexCorrupted):
+            return "corrupt"
+        if isinstance(exc, self._psycopg.DataError):
+            return "invalid"  # NUL in text (refused by the driver), out-of-range numbers
+        return None
 
     def _begin(self) -> Any:
         try:

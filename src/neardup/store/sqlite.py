@@ -33,7 +33,13 @@ from typing import Any
 
 from neardup.config import check_choice
 from neardup.errors import ConfigError, StoreError
-from neardup.store._sql import SqlStoreBase, make_ddl, run_script
+from neardup.store._sql import (
+    _ARTICLE_TEXT_COLUMNS,
+    MIGRATE_1_TO_2,
+    SqlStoreBase,
+    make_ddl,
+    run_script,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -42,7 +48,10 @@ _DDL = make_ddl(seq="INTEGER PRIMARY KEY", integer="INTEGER", blob="BLOB")
 _MMAP_SIZE = 1 << 31  # 2 GiB: bytes of the file read through a memory map (module docstring)
 
 # MIGRATIONS[v] upgrades a store from schema version v to v + 1.
-MIGRATIONS: dict[int, str] = {}
+MIGRATIONS: dict[int, str] = {1: MIGRATE_1_TO_2.format(int="INTEGER")}
+
+# Driver messages that mean damaged data rather than an unavailable store.
+_CORRUPT = ("could not decode", "malformed", "not a database")
 
 
 def parse_sqlite_url(url: str) -> tuple[str, dict[str, str]]:
@@ -110,8 +119,15 @@ class SQLiteStore(SqlStoreBase):
             self._conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
             self._conn.execute(f"PRAGMA mmap_size = {self.mmap_size}")
             self._init_schema()
+            self.check_recent()
         except sqlite3.Error as exc:
+            with suppress(Exception):
+                self._conn.close()
             raise StoreError(f"cannot open SQLite store {path!r}: {exc}") from exc
+        except BaseException:
+            with suppress(Exception):
+                self._conn.close()
+            raise
 
     _db_error = sqlite3.Error
 
@@ -127,6 +143,44 @@ class SQLiteStore(SqlStoreBase):
     def _insert_returning_seq(self, text: str, params: Sequence[Any]) -> int:
         cur = self._exec(text, params)
         return int(cur.lastrowid)
+
+    def _input_problem(self, exc: BaseException) -> str | None:
+        message = str(exc).lower()
+        if isinstance(exc, sqlite3.DataError):
+            return "too_large" if "too big" in message else "invalid"
+        if isinstance(exc, sqlite3.DatabaseError) and any(m in message for m in _CORRUPT):
+            return "corrupt"
+        return None
+
+    def _undecodable(self, where: str, params: Sequence[Any]) -> str | None:
+        # Read the values stored as text as bytes (SQLite hands them over undecoded) and
+        # decode them here.
+        columns = ", ".join(
+            f"CASE WHEN typeof({c}) = 'text' THEN CAST({c} AS BLOB) END"
+            for c in _ARTICLE_TEXT_COLUMNS
+        )
+        try:
+            rows = self._conn.execute(
+                f"SELECT seq, {columns} FROM articles {where}", tuple(params)
+            ).fetchall()
+        except sqlite3.Error:
+            return None
+        bad: list[str] = []
+        for seq, *values in rows:
+            for name, value in zip(_ARTICLE_TEXT_COLUMNS, values, strict=True):
+                try:
+                    if value is not None:
+                        bytes(value).decode("utf-8")
+                except UnicodeDecodeError:
+                    label = bytes(values[0] or b"").decode("utf-8", "replace")
+                    bad.append(f"{label!r} (seq {seq}, column {name})")
+                    break
+        if not bad:
+            return None
+        return (
+            f"{self._label}: stored bytes of article(s) {', '.join(bad[:10])} are not valid "
+            "UTF-8 (the store is damaged); restore the store from a backup"
+        )
 
     def _begin(self) -> None:
         self._exec("BEGIN IMMEDIATE")

@@ -6,7 +6,7 @@
 """
 
 from neardup.detect.stream.config import CandidateConfig, StreamConfig
-from neardup.detect.stream.engine import NewsStream, text_hash
+from neardup.detect.stream.engine import NewsStream
 from neardup.detect.stream.records import STATUSES, Decision, Match
 
 __all__ = [
@@ -16,5 +16,4 @@ __all__ = [
     "Match",
     "NewsStream",
     "StreamConfig",
-    "text_hash",
 ]

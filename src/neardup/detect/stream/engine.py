@@ -51,7 +51,6 @@ import dataclasses
 import datetime as dt
 import json
 import os
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -59,7 +58,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import xxhash
 
 from neardup.config import check_int
 from neardup.detect.events import EventReport, build_report
@@ -75,9 +73,9 @@ from neardup.errors import (
     NearDupError,
     NotFoundError,
     SchemeMismatchError,
-    StoreError,
+    StateFileError,
 )
-from neardup.records import Article
+from neardup.records import Article, text_hash
 from neardup.rule import Profile, Verdict, decide, judge, pair_features, profile
 from neardup.rule.bounds import screen
 from neardup.sketch.simhash import sign_simhash
@@ -121,11 +119,6 @@ def _date_us(article: Article) -> int | None:
         return None
     delta = article.date - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * _US + delta.microseconds
-
-
-def text_hash(text: str) -> str:
-    """The stored text hash (xxh3-128 of the UTF-8 text, hex)."""
-    return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
 
 
 def _order_key(date_us: int | None, article_id: str) -> tuple[bool, int, str]:
@@ -176,25 +169,23 @@ class NewsStream:
                     f"store {self.store.url!r} holds articles profiled as {found}, this stream "
                     f"makes {self._schemes}; open it with the config it was created with"
                 )
-            uid = self.store.meta_get("store_uuid")
-            if uid is None:
-                uid = uuid.uuid4().hex  # an identity, not a stage output
-                self.store.meta_set("store_uuid", uid)
-            self._uuid = uid
-
-    def _identity(self) -> dict[str, Any]:
-        return self._state.identity(self._uuid, self._schemes)
 
     def _load(self) -> None:
-        """Checkpoint (when valid) plus the log entries after it; else the whole log."""
+        """Checkpoint (when intact and made from this store's history, see
+        :mod:`neardup.detect.stream.state`) plus the log entries after it; else the whole
+        log."""
         self._cache.clear()  # a rolled-back batch may give its seqs to other articles
         self._state = StreamState(self.config)
-        if self.checkpoint_path is not None and self.checkpoint_path.exists():
+        if self.checkpoint_path is not None:
             try:
-                self._state.restore(self.checkpoint_path, self._identity(), self.store.last_log_seq)
-                self.stats["restored_from_checkpoint"] = 1
-            except (StoreError, OSError, ValueError, KeyError) as exc:
-                # A stale or damaged checkpoint is only a lost speed-up: rebuild from the log.
+                if self._state.restore(
+                    self.store, self.checkpoint_path, self._state.identity(self._schemes)
+                ):
+                    self.stats["restored_from_checkpoint"] = 1
+            except (StateFileError, ValueError, KeyError, IndexError, TypeError) as exc:
+                # A damaged, stale or foreign checkpoint is only a lost speed-up: rebuild from
+                # the log.  (Another StoreError, e.g. the store being unreachable while the
+                # checkpoint is checked, is raised: a rebuild would fail too.)
                 self.stats["checkpoint_error"] = str(exc)
                 self._state = StreamState(self.config)
         self._catch_up()
@@ -203,10 +194,11 @@ class NewsStream:
         self.stats["replayed_log_entries"] += self._state.catch_up(self.store)
 
     def checkpoint(self) -> Path | None:
-        """Write the in-memory indexes to ``checkpoint_path`` (atomic replace); return it."""
+        """Write the in-memory indexes to ``checkpoint_path`` (atomic, pinned to the store's
+        log); return it."""
         if self.checkpoint_path is None:
             return None
-        self._state.save(self.checkpoint_path, self._identity())
+        self._state.save(self.store, self.checkpoint_path, self._state.identity(self._schemes))
         self._since_checkpoint = 0
         return self.checkpoint_path
 

@@ -4,31 +4,34 @@ The store is the single source of truth.  Every article added is also appended t
 store's ordered log (``add``; ``event`` when it joins a breaking event), so a process
 rebuilds its candidate indexes and event window by replaying the log, and catches up with
 what other processes wrote by replaying the entries after the last one it applied.  A
-checkpoint saves the rebuilt state with the log position it reflects; it is only a speed-up:
-a checkpoint that does not match the store, or cannot be read, is ignored and the state is
-rebuilt from the log (``stats["checkpoint_error"]`` says why).
+checkpoint saves the rebuilt state, pinned to the store's history by a
+:class:`~neardup.store.checkpoint.LogMark` (the store's identity, the last log entry applied
+and the transaction that wrote it), through :mod:`neardup.store.checkpoint` (atomic writes
+under a unique temporary name, a digest checked on every read).  It is only a speed-up: a
+checkpoint that is damaged, made with another configuration or not made from this store's
+own history (a restored backup, another machine's file) is refused with a
+:class:`~neardup.errors.StateFileError` and the state is rebuilt from the log
+(``stats["checkpoint_error"]`` says why).
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from neardup.detect.events import EventDetector
 from neardup.detect.stream.candidates import CandidateIndexes, passage_fingerprints
 from neardup.detect.stream.config import StreamConfig
-from neardup.errors import StoreError
+from neardup.errors import StateFileError, StoreError
 from neardup.rule import Profile
 from neardup.store import LogEntry, Store
+from neardup.store.checkpoint import LogMark, check_mark, read_state, write_state
 
 __all__ = ["StreamState"]
 
 _CHECKPOINT_VERSION = 2
+_CHECKPOINT_KIND = "stream-checkpoint"  # what a stream's state file holds
 
 
 class StreamState:
@@ -85,53 +88,42 @@ class StreamState:
         flush()
 
     # --- checkpoints ----------------------------------------------------------------------
-    def identity(self, store_uuid: str, schemes: str) -> dict[str, Any]:
-        """What a checkpoint must match to be used with this store and config."""
+    def identity(self, schemes: str) -> dict[str, Any]:
+        """The configuration a checkpoint must have been made with."""
         return {
             "version": _CHECKPOINT_VERSION,
-            "store_uuid": store_uuid,
             "schemes": schemes,
             "events": self.config.events.scheme_id,
             "candidates": self.config.candidates.scheme_id,
         }
 
-    def save(self, path: Path, identity: dict[str, Any]) -> Path:
-        """Write the state to ``path`` (atomic replace under a per-process temporary name)."""
-        meta = {**identity, "log_seq": self.log_seq}
-        arrays = {
-            "meta": np.asarray([json.dumps(meta, sort_keys=True)], dtype=np.str_),
-            **self.indexes.state(),
-            **self.events.state(),
-        }
-        # Several processes sharing a store may checkpoint at once; each file is complete
-        # and self-consistent, and the last rename wins.
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)  # type: ignore[arg-type]
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise StoreError(f"cannot write checkpoint {path}: {exc}") from exc
+    def save(self, store: Store, path: Path, identity: dict[str, Any]) -> Path:
+        """Write the state to ``path`` (atomic, pinned to the store's log)."""
+        meta = {**identity, "mark": LogMark.of(store, self.log_seq).to_dict()}
+        arrays = {**self.indexes.state(), **self.events.state()}
+        write_state(path, _CHECKPOINT_KIND, meta, arrays)
         return path
 
-    def restore(
-        self, path: Path, identity: dict[str, Any], last_log_seq: Callable[[], int]
-    ) -> None:
-        """Load a checkpoint into this (empty) state; ``StoreError`` when it does not match."""
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-        meta = json.loads(str(arrays["meta"][0]))
+    def restore(self, store: Store, path: Path, identity: dict[str, Any]) -> bool:
+        """Load a checkpoint into this (empty) state; ``False`` when there is none.
+        ``StateFileError`` when it is damaged, made with another configuration, or not made
+        from this store's history (then nothing of it may be kept)."""
+        saved = read_state(path, _CHECKPOINT_KIND)
+        if saved is None:
+            return False
+        meta, arrays = saved.meta, saved.arrays
         for key, value in identity.items():
             if meta.get(key) != value:
-                raise StoreError(f"checkpoint {path} does not match the store ({key} differs)")
-        log_seq = int(meta["log_seq"])
-        if log_seq > last_log_seq():
-            raise StoreError(f"checkpoint {path} is ahead of the store's log")
+                raise StateFileError(f"checkpoint {path} was made with another {key}")
+        mark = LogMark.from_dict(meta.get("mark"))
+        try:
+            check_mark(store, mark)
+        except StateFileError as exc:
+            raise StateFileError(f"checkpoint {path} is stale: {exc}") from exc
         self.indexes.load_state(arrays)
         self.events.load_state(arrays)
-        self.log_seq = log_seq
+        self.log_seq = mark.log_seq
+        return True
 
     def snapshot(self) -> Any:
         """Comparable contents, for :meth:`NewsStream.consistency_errors`."""
