@@ -39,9 +39,10 @@ MALFORMED = [
     "null",
     '"a string"',
     "{broken",
+    # NUL cannot be stored on every backend: refused the same way everywhere (records.py).
+    '{"id": "h-nul", "text": "a \\u0000 NUL inside the words here"}',
 ]
 ACCEPTABLE = [
-    '{"id": "h-nul", "text": "a \\u0000 NUL inside the words here"}',
     '{"id": "h-empty", "text": ""}',
     '{"id": "h-blank", "text": "  \\n\\t "}',
     '{"id": "h-odd-fields", "text": "words here again", "title": {"a": 1}, "source": [1]}',
@@ -103,11 +104,11 @@ def test_skip_mode_skips_every_malformed_line(
     if name == "ingest":
         ids = {json.loads(line)["id"] for line in out.splitlines()}
         assert {r["id"] for r in GOOD} <= ids
-        assert {"h-nul", "h-odd-fields", "12345"} <= ids
+        assert {"h-odd-fields", "12345"} <= ids
         assert "2 with empty text" in err
     if name == "dedup":
         ids = {json.loads(line)["id"] for line in (tmp_path / "d.jsonl").open()}
-        assert {r["id"] for r in GOOD} | {"h-nul", "h-empty", "h-blank"} <= ids
+        assert {r["id"] for r in GOOD} | {"h-empty", "h-blank"} <= ids
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from neardup.batch.io import check_object
 from neardup.errors import InputError, StoreError
-from neardup.records import FieldNames, parse_date
+from neardup.records import MAX_ID_BYTES, FieldNames, parse_date
 
 __all__ = ["ByteRange", "ParsedRange", "parse_range", "plan_ranges", "splittable"]
 
@@ -124,6 +124,8 @@ def _common_case(obj: object, fields: FieldNames) -> tuple[str, str, int] | None
     text = obj.get(fields.text)
     if type(doc_id) is not str or not doc_id or type(text) is not str:
         return None
+    if "\x00" in text or "\x00" in doc_id or len(doc_id) * 4 > MAX_ID_BYTES:
+        return None  # check_object's rule for NUL and long ids (lone surrogates never parse)
     value = obj.get(fields.date)
     if type(value) is str and value:
         # Fast path: a string datetime.fromisoformat takes as it is.  parse_date would strip

@@ -230,6 +230,7 @@ async function tracePasted(event) {
 function describeDecision(d) {
   if (d.replayed) return "already stored with this text";
   if (d.status === "duplicate") return `a duplicate of ${d.duplicate_of}`;
+  if (d.status === "partial") return `new, with passages copied from ${d.similar.filter((s) => s.verdict === "partial").map((s) => s.id).join(", ")}`;
   if (d.status === "similar") return `new, similar to ${d.similar.map((s) => s.id).join(", ")}`;
   return "new";
 }
@@ -270,9 +271,18 @@ function parseLines(text) {
     try { value = JSON.parse(line); }
     catch (error) { problems.push({ line: i + 1, message: `not valid JSON (${error.message})` }); return; }
     if (!value || typeof value !== "object" || Array.isArray(value)) problems.push({ line: i + 1, message: "not a JSON object" });
-    else items.push({ line: i + 1, article: value });
+    else items.push({ line: i + 1, article: articleFields(value) });
   });
   return { items, problems };
+}
+
+// The fields an article has (as neardup ingest reads a file, other fields of a line are left
+// out; the API itself refuses unknown fields).
+const ARTICLE_FIELDS = ["id", "text", "title", "date", "source"];
+function articleFields(value) {
+  const article = {};
+  for (const name of ARTICLE_FIELDS) if (name in value) article[name] = value[name];
+  return article;
 }
 
 // A text with no letter or digit is counted as empty and not sent (as neardup ingest does);
@@ -285,7 +295,7 @@ async function importFile(event) {
   const file = $("import-file").files[0];
   if (!file) { showError("Choose a JSON Lines file first."); return; }
   const status = $("import-status");
-  const counts = { new: 0, duplicate: 0, similar: 0, replayed: 0, empty: 0 };
+  const counts = { new: 0, duplicate: 0, partial: 0, similar: 0, replayed: 0, empty: 0 };
   let text;
   try { text = await fileText(file); }
   catch (error) { showError(`Cannot read ${file.name}: ${error.message}`); return; }
@@ -317,7 +327,7 @@ async function importFile(event) {
     if (!needToken(error)) showError(`Import stopped after ${done} articles: ${error.message}`);
   }
   problems.sort((a, b) => a.line - b.line);
-  status.textContent = `${file.name}: ${counts.new} new, ${counts.duplicate} duplicate, ${counts.similar} similar, `
+  status.textContent = `${file.name}: ${counts.new} new, ${counts.duplicate} duplicate, ${counts.partial} partial, ${counts.similar} similar, `
     + `${counts.replayed} already stored; ${plural(counts.empty, "article")} with empty text skipped; `
     + `${plural(problems.length, "line")} not imported`;
   fill($("import-problems"), problems.slice(0, 50), (p) => el("li", {}, `line ${p.line}: ${p.message}`), "");
