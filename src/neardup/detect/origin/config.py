@@ -46,6 +46,7 @@ DEFAULT_SELECTION_PARAMETER: dict[str, int] = {
     "dct": 8,
 }
 _NO_OVERLAP_SELECTIONS = ("modulo", "winnowing", "hailstorm")
+_SEGMENT_SELECTIONS = ("hashbreak", "dct")
 _PARAMETER_RANGE = {"every": (1, 1024), "modulo": (1, 1 << 20), "winnowing": (1, 1024)}
 _PARAMETER_RANGE.update({"hashbreak": (1, 1024), "dct": (1, 1024)})
 
@@ -78,7 +79,7 @@ class OriginConfig(Config):
     shingle_width: int = 8
     selection: str = "hailstorm"
     selection_parameter: int | None = None
-    no_overlap: bool = True
+    no_overlap: bool | None = None
     memory_bytes: int | None = 100_000_000
     bucket_size: int = 64
     eviction: str = "lucky"
@@ -93,18 +94,29 @@ class OriginConfig(Config):
     edge_extension: int = 0
     fingerprint_bytes: int = 6
     origin_bytes: int = 8
+    adaptive: bool = False
 
     def __post_init__(self) -> None:
         check_int("shingle_width", self.shingle_width, low=1, high=64)
         check_choice("selection", self.selection, SELECTIONS)
         check_choice("eviction", self.eviction, EVICTIONS)
         check_choice("estimation", self.estimation, ESTIMATIONS)
+        if self.no_overlap is None:
+            # the paper's variant where it defines one (NM, NW, NHs); plain elsewhere
+            object.__setattr__(self, "no_overlap", self.selection in _NO_OVERLAP_SELECTIONS)
         if not isinstance(self.no_overlap, bool):
-            raise ConfigError(f"no_overlap must be a bool, got {self.no_overlap!r}")
-        if self.no_overlap and self.selection not in _NO_OVERLAP_SELECTIONS:
+            raise ConfigError(f"no_overlap must be a bool or None, got {self.no_overlap!r}")
+        if self.no_overlap and self.selection in _SEGMENT_SELECTIONS:
             raise ConfigError(
-                "no_overlap applies to modulo, winnowing and hailstorm only (the paper's NM, NW,"
-                f" NHs); got selection={self.selection!r}"
+                f"selection {self.selection!r} cuts the text into segments that never overlap:"
+                " no_overlap does not apply (use no_overlap=False or None)"
+            )
+        if not isinstance(self.adaptive, bool):
+            raise ConfigError(f"adaptive must be a bool, got {self.adaptive!r}")
+        if self.adaptive and self.selection in _SEGMENT_SELECTIONS:
+            raise ConfigError(
+                "adaptive mode keeps every shingle and needs a shingle selection for its"
+                f" anchors, not {self.selection!r} (segments); use adaptive=False"
             )
         if self.selection_parameter is not None:
             if self.selection not in _PARAMETER_RANGE:

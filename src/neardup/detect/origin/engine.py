@@ -51,14 +51,15 @@ from neardup.detect.origin.estimate import (
     dominant_origin,
     estimate,
     extend_edges,
+    fill_between,
     token_origins,
 )
 from neardup.detect.origin.evict import lucky_bonus
 from neardup.detect.origin.idlog import IdLog
 from neardup.detect.origin.records import OriginReport, Segment
 from neardup.detect.origin.seen import SeenIds
-from neardup.detect.origin.select import Selection, select
-from neardup.detect.origin.table import BucketTable, UnlimitedTable, make_table
+from neardup.detect.origin.select import Selection, all_shingles, select
+from neardup.detect.origin.table import BucketTable, Probe, UnlimitedTable, make_table
 from neardup.errors import ConflictError, InputError, StoreError
 from neardup.shingles import hash_forms
 from neardup.text import TextConfig, Tokens, ensure_text, tokenize
@@ -161,28 +162,87 @@ class OriginDetector:
             self._ids.append(doc_id)
         th = np.ascontiguousarray(token_hashes, dtype=np.uint64)
         sel = select(th, self.config)
+        if self.config.adaptive:
+            return self._adaptive(own, doc_id, th, sel)
         fps = sel.fingerprints
         insert = self._insert_mask(fps)
         hits, evicted = self.table.probe(fps, own, insert)
+        cfg = self.config
         est = estimate(
             own, fps, hits.found, hits.origin, hits.offset, hits.prev, hits.next,
-            self._method, self.config.bridge_limit, self.config.bridge_tolerance,
+            self._method, cfg.bridge_limit, cfg.bridge_tolerance, hits.maybe_lost,
         )  # fmt: skip
         if self._lucky:
-            self.table.add_scores(fps, lucky_bonus(est, own, self.config.lucky_every))
-        names = {own: doc_id}
-        for o in set(est[hits.found | (est != own)].tolist()):
-            if o != own:
-                names[o] = self._registry[o][0] if self._ids is None else self._ids.get(o)
-        if self._ids is None:
-            stored = ~hits.found if insert is None else ~hits.found & insert
-            inserted = int(np.count_nonzero(stored))
-            self._account(own, doc_id, inserted, evicted)
-        radius = self.config.edge_extension
-        marked = est if radius == 0 else extend_edges(own, hits.found, est, radius)
+            self.table.add_scores(fps, lucky_bonus(est, own, cfg.lucky_every))
+        radius = cfg.edge_extension
+        marked = (
+            est if radius == 0 else extend_edges(own, hits.found, est, radius, hits.maybe_lost)
+        )
+        names = self._names(own, doc_id, est, marked)
+        self._account(own, doc_id, self.table.last_inserted, evicted)
         tok = token_origins(th.shape[0], sel.starts, sel.ends, marked, own)
         dom, most = dominant_origin(est, own)
         return DocResult(own, doc_id, int(th.shape[0]), sel, est, tok, dom, most, names, hits.found)
+
+    def _adaptive(self, own: int, doc_id: str, th: U64, anchors: Selection) -> DocResult:
+        """Adaptive mode: every shingle is looked up and stored while its bucket has room;
+        the selected ones (anchors) are estimated as in the paper, and the others take
+        their stored origin or, when they may have been lost, the origin of the copied
+        block of anchors around them (:func:`fill_between`)."""
+        cfg = self.config
+        k = cfg.shingle_width
+        fps = all_shingles(th, k)
+        total = fps.shape[0]
+        positions = np.arange(total, dtype=np.int64)
+        a = anchors.starts
+        is_anchor = np.zeros(total, dtype=np.bool_)
+        is_anchor[a] = True
+        rank = np.cumsum(is_anchor) - is_anchor  # anchors before each shingle
+        first = (fps[a] >> np.uint64(56)).astype(np.uint8)
+        nb_a = np.zeros(a.shape[0] + 1, dtype=np.uint8)  # next anchor's first byte by rank
+        nb_a[: a.shape[0]] = first
+        pb_a = np.zeros(a.shape[0] + 1, dtype=np.uint8)  # previous anchor's by rank
+        pb_a[1 : a.shape[0] + 1] = first
+        facts = Probe(
+            anchor=is_anchor,
+            insert=self._insert_mask(fps),
+            offsets=(rank & 255).astype(np.uint8),
+            prev=pb_a[rank],
+            next=nb_a[rank + is_anchor],
+        )
+        hits, evicted = self.table.probe(fps, own, facts=facts)
+        af = fps[a]
+        a_found = hits.found[a]
+        a_lost = hits.maybe_lost[a]
+        est_a = estimate(
+            own, af, a_found, hits.origin[a], hits.offset[a], hits.prev[a], hits.next[a],
+            self._method, cfg.bridge_limit, cfg.bridge_tolerance, a_lost,
+        )  # fmt: skip
+        if self._lucky:
+            self.table.add_scores(af, lucky_bonus(est_a, own, cfg.lucky_every))
+        radius = cfg.edge_extension
+        est = fill_between(own, positions, a, est_a, hits.found, hits.origin, hits.maybe_lost)
+        if radius:
+            marked_a = extend_edges(own, a_found, est_a, radius, a_lost)
+            marked = fill_between(
+                own, positions, a, marked_a, hits.found, hits.origin, hits.maybe_lost
+            )
+        else:
+            marked = est
+        names = self._names(own, doc_id, est, marked)
+        self._account(own, doc_id, self.table.last_inserted, evicted)
+        tok = token_origins(th.shape[0], positions, positions + k, marked, own)
+        dom, most = dominant_origin(est, own)
+        sel = Selection(fps, positions, positions + k, total)
+        return DocResult(own, doc_id, int(th.shape[0]), sel, est, tok, dom, most, names, hits.found)
+
+    def _names(self, own: int, doc_id: str, est: I64, marked: I64) -> dict[int, str]:
+        """Ordinal -> id of the document and of every origin in ``est`` and ``marked``."""
+        names = {own: doc_id}
+        others = np.unique(np.concatenate((est[est != own], marked[marked != own])))
+        for o in others.tolist():
+            names[o] = self._registry[o][0] if self._ids is None else self._ids.get(o)
+        return names
 
     def _insert_mask(self, fps: U64) -> npt.NDArray[np.bool_] | None:
         """Which selected fingerprints may be stored (``insert_modulo``; None = all)."""
@@ -205,6 +265,8 @@ class OriginDetector:
 
     def _account(self, own: int, doc_id: str, inserted: int, evicted: I64) -> None:
         """Reference counts of stored entries per origin, so ids of evicted docs are freed."""
+        if self._ids is not None:
+            return  # ids live on disk
         if inserted:
             self._registry[own] = [doc_id, inserted]
         if evicted.shape[0]:
