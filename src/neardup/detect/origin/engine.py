@@ -46,19 +46,13 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup.detect.origin.config import OriginConfig
-from neardup.detect.origin.estimate import (
-    ESTIMATION_CODES,
-    dominant_origin,
-    estimate,
-    extend_edges,
-    fill_between,
-    token_origins,
-)
-from neardup.detect.origin.evict import lucky_bonus
+from neardup.detect.origin.estimate import ESTIMATION_CODES
+from neardup.detect.origin.kernel import bucket_document, conclude, probe_facts
 from neardup.detect.origin.idlog import IdLog
-from neardup.detect.origin.records import OriginReport, Segment
+from neardup.detect.origin.records import OriginReport, Segment, ShingleOrigins
 from neardup.detect.origin.seen import SeenIds
-from neardup.detect.origin.select import Selection, all_shingles, select
+from neardup.detect.origin.spans import DocumentTokens, document_tokens
+from neardup.detect.origin.select import Selection, all_shingles, select, select_positions
 from neardup.detect.origin.table import BucketTable, Probe, UnlimitedTable, make_table
 from neardup.errors import ConflictError, InputError, StoreError
 from neardup.shingles import hash_forms
@@ -66,6 +60,7 @@ from neardup.text import TextConfig, Tokens, ensure_text, tokenize
 
 __all__ = ["TEXT_CONFIG", "DocResult", "OriginDetector"]
 
+_NO_MASK = np.zeros(0, dtype=np.bool_)
 TEXT_CONFIG = TextConfig(stem=False, drop_stop_words=False, min_token_length=1, numbers="keep")
 _STATE_VERSION = 2  # 2: seen ids saved as 64-bit hashes (1: as a JSON list of ids)
 
@@ -142,9 +137,8 @@ class OriginDetector:
 
     def process(self, doc_id: str, text: str) -> OriginReport:
         """Process the next document of the stream and report the origins of its text."""
-        tokens = self.tokenize(text)
-        hashes = hash_forms(tokens.forms, self.config.seed)
-        return self.report(self.process_hashes(doc_id, hashes), tokens)
+        tokens = document_tokens(ensure_text(text), TEXT_CONFIG, self.config.seed)
+        return self.report(self.process_hashes(doc_id, tokens.hashes), tokens)
 
     def process_many(self, docs: Iterable[tuple[str, str]]) -> list[OriginReport]:
         """:meth:`process` over ``(id, text)`` pairs in order."""
@@ -161,80 +155,47 @@ class OriginDetector:
         if self._ids is not None:
             self._ids.append(doc_id)
         th = np.ascontiguousarray(token_hashes, dtype=np.uint64)
-        sel = select(th, self.config)
-        if self.config.adaptive:
-            return self._adaptive(own, doc_id, th, sel)
-        fps = sel.fingerprints
-        insert = self._insert_mask(fps)
-        hits, evicted = self.table.probe(fps, own, insert)
         cfg = self.config
-        est = estimate(
-            own, fps, hits.found, hits.origin, hits.offset, hits.prev, hits.next,
-            self._method, cfg.bridge_limit, cfg.bridge_tolerance, hits.maybe_lost,
-        )  # fmt: skip
-        if self._lucky:
-            self.table.add_scores(fps, lucky_bonus(est, own, cfg.lucky_every))
-        radius = cfg.edge_extension
-        marked = (
-            est if radius == 0 else extend_edges(own, hits.found, est, radius, hits.maybe_lost)
-        )
-        names = self._names(own, doc_id, est, marked)
-        self._account(own, doc_id, self.table.last_inserted, evicted)
-        tok = token_origins(th.shape[0], sel.starts, sel.ends, marked, own)
-        dom, most = dominant_origin(est, own)
-        return DocResult(own, doc_id, int(th.shape[0]), sel, est, tok, dom, most, names, hits.found)
-
-    def _adaptive(self, own: int, doc_id: str, th: U64, anchors: Selection) -> DocResult:
-        """Adaptive mode: every shingle is looked up and stored while its bucket has room;
-        the selected ones (anchors) are estimated as in the paper, and the others take
-        their stored origin or, when they may have been lost, the origin of the copied
-        block of anchors around them (:func:`fill_between`)."""
-        cfg = self.config
-        k = cfg.shingle_width
-        fps = all_shingles(th, k)
-        total = fps.shape[0]
-        positions = np.arange(total, dtype=np.int64)
-        a = anchors.starts
-        is_anchor = np.zeros(total, dtype=np.bool_)
-        is_anchor[a] = True
-        rank = np.cumsum(is_anchor) - is_anchor  # anchors before each shingle
-        first = (fps[a] >> np.uint64(56)).astype(np.uint8)
-        nb_a = np.zeros(a.shape[0] + 1, dtype=np.uint8)  # next anchor's first byte by rank
-        nb_a[: a.shape[0]] = first
-        pb_a = np.zeros(a.shape[0] + 1, dtype=np.uint8)  # previous anchor's by rank
-        pb_a[1 : a.shape[0] + 1] = first
-        facts = Probe(
-            anchor=is_anchor,
-            insert=self._insert_mask(fps),
-            offsets=(rank & 255).astype(np.uint8),
-            prev=pb_a[rank],
-            next=nb_a[rank + is_anchor],
-        )
-        hits, evicted = self.table.probe(fps, own, facts=facts)
-        af = fps[a]
-        a_found = hits.found[a]
-        a_lost = hits.maybe_lost[a]
-        est_a = estimate(
-            own, af, a_found, hits.origin[a], hits.offset[a], hits.prev[a], hits.next[a],
-            self._method, cfg.bridge_limit, cfg.bridge_tolerance, a_lost,
-        )  # fmt: skip
-        if self._lucky:
-            self.table.add_scores(af, lucky_bonus(est_a, own, cfg.lucky_every))
-        radius = cfg.edge_extension
-        est = fill_between(own, positions, a, est_a, hits.found, hits.origin, hits.maybe_lost)
-        if radius:
-            marked_a = extend_edges(own, a_found, est_a, radius, a_lost)
-            marked = fill_between(
-                own, positions, a, marked_a, hits.found, hits.origin, hits.maybe_lost
-            )
+        if cfg.adaptive:
+            # every shingle is looked up and may be stored; the selected ones are anchors
+            k = cfg.shingle_width
+            fps = all_shingles(th, k)
+            starts = np.arange(fps.shape[0], dtype=np.int64)
+            ends = starts + k
+            anchors = select_positions(th, fps, cfg)
+            sel = Selection(fps, starts, ends, fps.shape[0])
         else:
-            marked = est
+            sel = select(th, cfg)
+            fps, starts, ends = sel.fingerprints, sel.starts, sel.ends
+            anchors = np.arange(fps.shape[0], dtype=np.int64)
+        insert = self._insert_mask(fps)
+        table = self.table
+        n = int(th.shape[0])
+        if isinstance(table, BucketTable):
+            got = bucket_document(
+                own, fps, starts, ends, anchors, cfg.adaptive, n,
+                _NO_MASK if insert is None else insert, table.nbuckets, table.bucket_size,
+                table.tag_hi, table.tag_lo, table.origin, table.offset, table.prev, table.next,
+                table.score, table.fill, table.loose, table.lost, table.rng, table.policy,
+                cfg.copycount_saturated, cfg.lucky_limit, self._method, cfg.bridge_limit,
+                cfg.bridge_tolerance, cfg.edge_extension, cfg.lucky_every, self._lucky,
+            )  # fmt: skip
+            est, marked, tok, found, evicted, inserted, best, best_count, second, distinct = got
+        else:
+            is_anchor, offs, pb, nb = probe_facts(fps, anchors, cfg.adaptive)
+            facts = Probe(anchor=is_anchor if cfg.adaptive else None, offsets=offs, prev=pb,
+                          next=nb)  # fmt: skip
+            hits, evicted = table.probe(fps, own, insert, facts)
+            found, inserted = hits.found, table.last_inserted
+            est, marked, tok, _, best, best_count, second, distinct = conclude(
+                own, fps, starts, ends, anchors, n, found, hits.origin, hits.offset, hits.prev,
+                hits.next, hits.maybe_lost, self._method, cfg.bridge_limit,
+                cfg.bridge_tolerance, cfg.edge_extension, cfg.lucky_every,
+            )  # fmt: skip
         names = self._names(own, doc_id, est, marked)
-        self._account(own, doc_id, self.table.last_inserted, evicted)
-        tok = token_origins(th.shape[0], positions, positions + k, marked, own)
-        dom, most = dominant_origin(est, own)
-        sel = Selection(fps, positions, positions + k, total)
-        return DocResult(own, doc_id, int(th.shape[0]), sel, est, tok, dom, most, names, hits.found)
+        self._account(own, doc_id, inserted, evicted)
+        dom = int(best) if distinct == 1 or 10 * best_count >= 11 * second else None
+        return DocResult(own, doc_id, n, sel, est, tok, dom, int(best), names, found)
 
     def _names(self, own: int, doc_id: str, est: I64, marked: I64) -> dict[int, str]:
         """Ordinal -> id of the document and of every origin in ``est`` and ``marked``."""
@@ -278,8 +239,10 @@ class OriginDetector:
                 if entry[1] <= 0:
                     del self._registry[o]
 
-    def report(self, result: DocResult, tokens: Tokens) -> OriginReport:
-        """Turn a :class:`DocResult` into an :class:`OriginReport` with character spans."""
+    def report(self, result: DocResult, tokens: Tokens | DocumentTokens) -> OriginReport:
+        """Turn a :class:`DocResult` into an :class:`OriginReport` with character spans
+        (``tokens``: the document's tokens, from :meth:`tokenize` or
+        :func:`~neardup.detect.origin.spans.document_tokens`)."""
         tok = result.token_origin
         n = tok.shape[0]
         if n != len(tokens):
@@ -293,15 +256,10 @@ class OriginDetector:
             for a, b in itertools.pairwise(bounds):
                 o = int(tok[a])
                 origin = result.names[o] if o >= 0 else result.id
-                segments.append(Segment(starts[a], ends[b - 1], origin, o >= 0))
+                segments.append(Segment(int(starts[a]), int(ends[b - 1]), origin, o >= 0))
         fresh = result.fresh_tokens
         sel = result.selection
-        shingle_origins = tuple(
-            (s, e, result.names[o])
-            for s, e, o in zip(
-                sel.starts.tolist(), sel.ends.tolist(), result.origins.tolist(), strict=True
-            )
-        )
+        shingles = ShingleOrigins(sel.starts, sel.ends, result.origins, result.names)
         return OriginReport(
             id=result.id,
             tokens=n,
@@ -312,7 +270,7 @@ class OriginDetector:
             segments=tuple(segments),
             selected_shingles=len(sel),
             total_shingles=sel.total_shingles,
-            shingle_origins=shingle_origins,
+            shingles=shingles,
         )
 
     # --- persistence -------------------------------------------------------------------

@@ -434,7 +434,7 @@ class BucketTable:
             )
         if self.nbuckets >= 1 << 32:
             raise CapacityError("memory too large: at most 2^32 - 1 buckets")
-        self._policy = POLICY_CODES[config.eviction]
+        self.policy = POLICY_CODES[config.eviction]
         n = self.nbuckets * self.bucket_size
         has_off = config.estimation in ("b", "be")
         has_nb = config.estimation in ("e", "be")
@@ -473,7 +473,7 @@ class BucketTable:
         """Cheap consistency checks of restored arrays (a damaged file is refused)."""
         bsize = self.bucket_size
         fill = self.fill.astype(np.int64)
-        ring = self._policy == LRU and bsize <= 128
+        ring = self.policy == LRU and bsize <= 128
         if (fill > (2 * bsize - 1 if ring else bsize)).any():
             raise StoreError("saved origin table has a bucket fill beyond its size")
         if self.adaptive:
@@ -542,7 +542,7 @@ class BucketTable:
         nev, self.last_inserted = _probe_insert(
             fps, own, self.nbuckets, self.bucket_size, self.tag_hi, self.tag_lo, self.origin,
             self.offset, self.prev, self.next, self.score, self.fill, self.loose, self.lost,
-            self.rng, self._policy, cfg.copycount_saturated, cfg.lucky_limit, found, origin,
+            self.rng, self.policy, cfg.copycount_saturated, cfg.lucky_limit, found, origin,
             off, prev, nxt, lost, evicted,
             _EMPTY_BOOL if insert is None else insert,
             _EMPTY_BOOL if facts.anchor is None or not self.adaptive else facts.anchor,
