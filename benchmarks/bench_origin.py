@@ -49,14 +49,14 @@ from neardup.text import tokenize
 # (0.3 % and 0.1 % of the evaluation copy stream's shingles at 18 B are 0.18 MB and 0.06 MB)
 SMALL_MEMORY = (
     (
-        OriginConfig(
+        OriginConfig.paper(
             eviction="lru", estimation="b", bridge_limit=255, bridge_tolerance=2,
             edge_extension=1, fingerprint_bytes=3, origin_bytes=4,
         ),
         "180KB",
     ),
     (
-        OriginConfig(
+        OriginConfig.paper(
             lucky_limit=3, lucky_every=5, estimation="b", bridge_limit=255, bridge_tolerance=2,
             edge_extension=2, fingerprint_bytes=3, origin_bytes=4,
         ),
@@ -87,9 +87,9 @@ def memory_run(
     id_log: str | None,
 ) -> dict[str, Any]:
     """Stream ``tokens`` tokens of salted Reuters replicas; sample RSS every 2,000 docs."""
-    best = OriginConfig(memory_bytes=memory)
+    best = OriginConfig.paper(memory_bytes=memory)
     # load the numba kernels first (JIT/cache loading costs tens of MB once per process)
-    warm = OriginDetector(OriginConfig(memory_bytes=200_000), reject_repeated_ids=False)
+    warm = OriginDetector(OriginConfig.paper(memory_bytes=200_000), reject_repeated_ids=False)
     for i, ((doc_id, _), th) in enumerate(zip(docs[:300], hashes[:300], strict=True)):
         warm.process_hashes(f"warm{i}{doc_id}", th)
     del warm
@@ -180,7 +180,7 @@ def main() -> None:
     memory = parse_memory(args.memory)
     docs, hashes = load()
     n_tokens = sum(h.shape[0] for h in hashes)
-    best = OriginConfig(memory_bytes=memory)
+    best = OriginConfig.paper(memory_bytes=memory)
     # warm the numba kernels (cached on disk, but loading counts once)
     warm = OriginDetector(best)
     for i, (_, text) in enumerate(docs[:50]):

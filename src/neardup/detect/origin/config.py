@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 from neardup.config import Config, check_choice, check_int
 from neardup.errors import ConfigError
@@ -83,18 +84,18 @@ class OriginConfig(Config):
     memory_bytes: int | None = 100_000_000
     bucket_size: int = 64
     eviction: str = "lucky"
-    estimation: str = "be"
-    bridge_limit: int = 30
-    lucky_every: int = 7
-    lucky_limit: int = 11
+    estimation: str = "b"
+    bridge_limit: int = 255
+    lucky_every: int = 3
+    lucky_limit: int = 3
     copycount_saturated: int = 10
     seed: int = 0
     insert_modulo: int = 1
-    bridge_tolerance: int = 0
-    edge_extension: int = 0
-    fingerprint_bytes: int = 6
-    origin_bytes: int = 8
-    adaptive: bool = False
+    bridge_tolerance: int = 2
+    edge_extension: int = 1
+    fingerprint_bytes: int = 4
+    origin_bytes: int = 4
+    adaptive: bool = True
 
     def __post_init__(self) -> None:
         check_int("shingle_width", self.shingle_width, low=1, high=64)
@@ -138,6 +139,21 @@ class OriginConfig(Config):
         check_choice("fingerprint_bytes", self.fingerprint_bytes, (6, 4, 3))
         check_int("origin_bytes", self.origin_bytes, low=4, high=8)
         check_choice("origin_bytes", self.origin_bytes, (8, 4))
+
+    @classmethod
+    def paper(cls, **overrides: Any) -> OriginConfig:
+        """The paper's best configuration, NHs + Lucky + BE with its constants (k = 8, 64
+        shingles a bucket, T = 30, y = 7, halving limit 11, 6 + 8-byte entries), only the
+        selected shingles looked up and stored; ``overrides`` change single fields (the
+        research grid of :mod:`neardup.evaluation.origin` starts here)."""
+        base: dict[str, Any] = {
+            "selection": "hailstorm", "no_overlap": None, "eviction": "lucky",
+            "estimation": "be", "bridge_limit": 30, "lucky_every": 7, "lucky_limit": 11,
+            "bridge_tolerance": 0, "edge_extension": 0, "fingerprint_bytes": 6,
+            "origin_bytes": 8, "adaptive": False,
+        }  # fmt: skip
+        base.update(overrides)
+        return cls(**base)
 
     @classmethod
     def reference(cls, shingle_width: int = 8, seed: int = 0) -> OriginConfig:

@@ -47,7 +47,12 @@ import numpy.typing as npt
 
 from neardup.detect.origin.config import OriginConfig
 from neardup.detect.origin.estimate import ESTIMATION_CODES
-from neardup.detect.origin.kernel import bucket_document, conclude, probe_facts
+from neardup.detect.origin.kernel import (
+    bucket_document,
+    conclude,
+    origins_and_cuts,
+    probe_facts,
+)
 from neardup.detect.origin.idlog import IdLog
 from neardup.detect.origin.records import OriginReport, Segment, ShingleOrigins
 from neardup.detect.origin.seen import SeenIds
@@ -82,6 +87,7 @@ class DocResult:
     most_copied: int
     names: dict[int, str]  # ordinal -> id for every origin in ``origins``
     found: npt.NDArray[np.bool_]  # which selected fingerprints were found in the table
+    cuts: I64  # token indices where segments start, then the token count
 
     @property
     def fresh_tokens(self) -> int:
@@ -192,18 +198,13 @@ class OriginDetector:
                 hits.next, hits.maybe_lost, self._method, cfg.bridge_limit,
                 cfg.bridge_tolerance, cfg.edge_extension, cfg.lucky_every,
             )  # fmt: skip
-        names = self._names(own, doc_id, est, marked)
-        self._account(own, doc_id, inserted, evicted)
-        dom = int(best) if distinct == 1 or 10 * best_count >= 11 * second else None
-        return DocResult(own, doc_id, n, sel, est, tok, dom, int(best), names, found)
-
-    def _names(self, own: int, doc_id: str, est: I64, marked: I64) -> dict[int, str]:
-        """Ordinal -> id of the document and of every origin in ``est`` and ``marked``."""
+        others, cuts = origins_and_cuts(own, est, marked, tok)
         names = {own: doc_id}
-        others = np.unique(np.concatenate((est[est != own], marked[marked != own])))
         for o in others.tolist():
             names[o] = self._registry[o][0] if self._ids is None else self._ids.get(o)
-        return names
+        self._account(own, doc_id, inserted, evicted)
+        dom = int(best) if distinct == 1 or 10 * best_count >= 11 * second else None
+        return DocResult(own, doc_id, n, sel, est, tok, dom, int(best), names, found, cuts)
 
     def _insert_mask(self, fps: U64) -> npt.NDArray[np.bool_] | None:
         """Which selected fingerprints may be stored (``insert_modulo``; None = all)."""
@@ -249,8 +250,7 @@ class OriginDetector:
             raise InputError("tokens do not belong to this result")
         segments: list[Segment] = []
         if n:
-            cuts = np.flatnonzero(np.diff(tok)) + 1
-            bounds = [0, *cuts.tolist(), n]
+            bounds = result.cuts.tolist()
             starts = tokens.starts
             ends = tokens.ends
             for a, b in itertools.pairwise(bounds):

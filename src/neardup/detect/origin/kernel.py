@@ -32,7 +32,7 @@ from neardup.detect.origin.estimate import (
 from neardup.detect.origin.evict import LUCKY, lucky_bonus
 from neardup.detect.origin.table import _add_scores, _probe_insert
 
-__all__ = ["bucket_document", "conclude", "probe_facts"]
+__all__ = ["bucket_document", "conclude", "origins_and_cuts", "probe_facts"]
 
 U8 = npt.NDArray[np.uint8]
 U16 = npt.NDArray[np.uint16]
@@ -140,6 +140,39 @@ def conclude(
         return est, marked, tok, bonus, own, 0, 0, 1
     best, best_count, second, distinct = _top_two(est, own)
     return est, marked, tok, bonus, best, best_count, second, distinct
+
+
+@numba.njit(cache=True)
+def origins_and_cuts(own: int, est: I64, marked: I64, tok: I64) -> tuple[I64, I64]:
+    """(the distinct origins other than ``own`` in ``est`` and ``marked``, ascending; the
+    token indices where a new segment starts: 0 and every change of ``tok``, plus its
+    length)."""
+    m = est.shape[0]
+    both = np.empty(2 * m, dtype=np.int64)
+    c = 0
+    for j in range(m):
+        if est[j] != own:
+            both[c] = est[j]
+            c += 1
+        if marked[j] != own:
+            both[c] = marked[j]
+            c += 1
+    values = np.sort(both[:c])
+    out = np.empty(c, dtype=np.int64)
+    d = 0
+    for i in range(c):
+        if i == 0 or values[i] != values[i - 1]:
+            out[d] = values[i]
+            d += 1
+    n = tok.shape[0]
+    cuts = np.empty(n + 1, dtype=np.int64)
+    k = 0
+    for t in range(n):
+        if t == 0 or tok[t] != tok[t - 1]:
+            cuts[k] = t
+            k += 1
+    cuts[k] = n
+    return out[:d], cuts[: k + 1]
 
 
 @numba.njit(cache=True)
