@@ -123,7 +123,9 @@ def test_segments_map_back_to_the_copied_text(reuters_docs: list[dict[str, Any]]
     [
         OriginConfig.paper(memory_bytes=60_000),
         OriginConfig.paper(memory_bytes=60_000, eviction="random", estimation="nb"),
-        OriginConfig.paper(memory_bytes=60_000, eviction="lru", estimation="e", selection="winnowing"),
+        OriginConfig.paper(
+            memory_bytes=60_000, eviction="lru", estimation="e", selection="winnowing"
+        ),
         OriginConfig.paper(
             memory_bytes=60_000,
             eviction="copycount",

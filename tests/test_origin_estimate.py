@@ -46,8 +46,17 @@ def set_hit(
 
 def run(fps: np.ndarray, h: dict[str, np.ndarray], method: int, limit: int = 30) -> list[int]:
     return estimate(
-        OWN, fps, h["found"], h["origin"], h["offset"], h["prev"], h["next"], method, limit,
-        0, lost(fps),
+        OWN,
+        fps,
+        h["found"],
+        h["origin"],
+        h["offset"],
+        h["prev"],
+        h["next"],
+        method,
+        limit,
+        0,
+        lost(fps),
     ).tolist()
 
 
@@ -178,8 +187,14 @@ def test_bridge_tolerance_accepts_small_offset_shifts() -> None:
     h = hits(40)
     set_hit(h, 2, A, 250, 0, 0)
     set_hit(h, 8, A, 3, 0, 0)
-    assert estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 2, lost(fps)).tolist().count(A) == 2
-    assert estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 3, lost(fps)).tolist().count(A) == 7
+    assert (
+        estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 2, lost(fps)).tolist().count(A)
+        == 2
+    )
+    assert (
+        estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 3, lost(fps)).tolist().count(A)
+        == 7
+    )
 
 
 def test_extend_edges_labels_neighbours_of_found_copies_only() -> None:

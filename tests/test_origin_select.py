@@ -210,12 +210,17 @@ def test_ssr_roughly_as_paper(token_hash_docs: list[np.ndarray]) -> None:
 
     assert abs(ratio(OriginConfig.paper(no_overlap=False)) - 2 / K) < 0.03
     assert (
-        abs(ratio(OriginConfig.paper(selection="modulo", selection_parameter=4, no_overlap=False)) - 0.25)
+        abs(
+            ratio(OriginConfig.paper(selection="modulo", selection_parameter=4, no_overlap=False))
+            - 0.25
+        )
         < 0.02
     )
     assert (
         abs(
-            ratio(OriginConfig.paper(selection="winnowing", selection_parameter=8, no_overlap=False))
+            ratio(
+                OriginConfig.paper(selection="winnowing", selection_parameter=8, no_overlap=False)
+            )
             - 2 / 9
         )
         < 0.03

@@ -69,7 +69,9 @@ def test_table_never_exceeds_its_budget() -> None:
     for memory in [1153, 1200, 5000, 65_537, 1_000_003, 20_000_000]:
         for eviction in ("random", "lru", "copycount", "lucky"):
             for estimation in ("nb", "e", "b", "be"):
-                cfg = OriginConfig.paper(memory_bytes=memory, eviction=eviction, estimation=estimation)
+                cfg = OriginConfig.paper(
+                    memory_bytes=memory, eviction=eviction, estimation=estimation
+                )
                 table = BucketTable(cfg)
                 assert table.nbytes <= memory
                 # and the bucket count is the largest that fits

@@ -163,6 +163,7 @@ def _extension_candidates() -> tuple[OriginConfig, ...]:
 
 EXTENSION_CANDIDATES: tuple[OriginConfig, ...] = _extension_candidates()
 
+
 def _adaptive_candidates() -> tuple[OriginConfig, ...]:
     """The family the default configuration is chosen from (fixed before any score of it was
     seen): adaptive mode (every shingle kept while there is room, NHs anchors), bridging
@@ -837,7 +838,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     results["insert_sampling"] = insert_sampling(prepared, truth, baselines[0])
     results["selection_density"] = selection_density(prepared, truth, baselines[0])
     if not args.no_locality:
-        best_small = OriginConfig.paper(**by_label[results["tune"][str(SMALL_FRACTIONS[-1])]["chosen"]])
+        best_small = OriginConfig.paper(
+            **by_label[results["tune"][str(SMALL_FRACTIONS[-1])]["chosen"]]
+        )
         results["locality"] = locality(reuters, best_small)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -36,10 +36,8 @@ import dataclasses
 import itertools
 import json
 import os
-import zipfile
 from collections import Counter
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,27 +45,27 @@ import numpy.typing as npt
 
 from neardup.detect.origin.config import OriginConfig
 from neardup.detect.origin.estimate import ESTIMATION_CODES
+from neardup.detect.origin.idlog import IdLog
 from neardup.detect.origin.kernel import (
     bucket_document,
     conclude,
     origins_and_cuts,
     probe_facts,
 )
-from neardup.detect.origin.idlog import IdLog
+from neardup.detect.origin.persist import load_state, save_state
 from neardup.detect.origin.records import OriginReport, Segment, ShingleOrigins
 from neardup.detect.origin.seen import SeenIds
-from neardup.detect.origin.spans import DocumentTokens, document_tokens
 from neardup.detect.origin.select import Selection, all_shingles, select, select_positions
+from neardup.detect.origin.spans import DocumentTokens, document_tokens
 from neardup.detect.origin.table import BucketTable, Probe, UnlimitedTable, make_table
 from neardup.errors import ConflictError, InputError, StoreError
-from neardup.shingles import hash_forms
 from neardup.text import TextConfig, Tokens, ensure_text, tokenize
 
 __all__ = ["TEXT_CONFIG", "DocResult", "OriginDetector"]
 
 _NO_MASK = np.zeros(0, dtype=np.bool_)
 TEXT_CONFIG = TextConfig(stem=False, drop_stop_words=False, min_token_length=1, numbers="keep")
-_STATE_VERSION = 2  # 2: seen ids saved as 64-bit hashes (1: as a JSON list of ids)
+_STATE_VERSION = 3  # 3: checksummed, adaptive tables (2: no checksum; 1: ids as JSON)
 
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
@@ -160,6 +158,16 @@ class OriginDetector:
         self._next += 1
         if self._ids is not None:
             self._ids.append(doc_id)
+        return self._document(own, doc_id, token_hashes, readonly=False)
+
+    def peek(self, text: str, doc_id: str = "query") -> OriginReport:
+        """What the stream says about ``text`` now, as if it were the next document, without
+        adding it: the table, counters and ids are left exactly as they were (a pasted text
+        on the service's page).  Shingles repeated inside ``text`` count as new."""
+        tokens = document_tokens(ensure_text(text), TEXT_CONFIG, self.config.seed)
+        return self.report(self._document(self._next, doc_id, tokens.hashes, True), tokens)
+
+    def _document(self, own: int, doc_id: str, token_hashes: U64, readonly: bool) -> DocResult:
         th = np.ascontiguousarray(token_hashes, dtype=np.uint64)
         cfg = self.config
         if cfg.adaptive:
@@ -184,14 +192,14 @@ class OriginDetector:
                 table.tag_hi, table.tag_lo, table.origin, table.offset, table.prev, table.next,
                 table.score, table.fill, table.loose, table.lost, table.rng, table.policy,
                 cfg.copycount_saturated, cfg.lucky_limit, self._method, cfg.bridge_limit,
-                cfg.bridge_tolerance, cfg.edge_extension, cfg.lucky_every, self._lucky,
+                cfg.bridge_tolerance, cfg.edge_extension, cfg.lucky_every, self._lucky, readonly,
             )  # fmt: skip
             est, marked, tok, found, evicted, inserted, best, best_count, second, distinct = got
         else:
             is_anchor, offs, pb, nb = probe_facts(fps, anchors, cfg.adaptive)
             facts = Probe(anchor=is_anchor if cfg.adaptive else None, offsets=offs, prev=pb,
                           next=nb)  # fmt: skip
-            hits, evicted = table.probe(fps, own, insert, facts)
+            hits, evicted = table.probe(fps, own, insert, facts, readonly)
             found, inserted = hits.found, table.last_inserted
             est, marked, tok, _, best, best_count, second, distinct = conclude(
                 own, fps, starts, ends, anchors, n, found, hits.origin, hits.offset, hits.prev,
@@ -202,7 +210,8 @@ class OriginDetector:
         names = {own: doc_id}
         for o in others.tolist():
             names[o] = self._registry[o][0] if self._ids is None else self._ids.get(o)
-        self._account(own, doc_id, inserted, evicted)
+        if not readonly:
+            self._account(own, doc_id, inserted, evicted)
         dom = int(best) if distinct == 1 or 10 * best_count >= 11 * second else None
         return DocResult(own, doc_id, n, sel, est, tok, dom, int(best), names, found, cuts)
 
@@ -275,9 +284,8 @@ class OriginDetector:
 
     # --- persistence -------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the whole state to ``path`` (an ``.npz`` file), atomically."""
-        target = Path(path)
+    def state_arrays(self) -> dict[str, Any]:
+        """The whole state as named arrays (what :meth:`save` writes)."""
         meta = {
             "version": _STATE_VERSION,
             "config": self.config.to_dict(),
@@ -299,49 +307,53 @@ class OriginDetector:
         arrays["seen_hashes"] = (
             self._seen.to_array() if self._seen is not None else np.zeros(0, dtype=np.uint64)
         )
-        tmp = target.with_name(target.name + ".tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise StoreError(f"cannot write origin state {target}: {exc}") from exc
+        return arrays
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the whole state to ``path`` (an ``.npz`` file) atomically, under a
+        temporary name unique to the process (:func:`~.persist.save_state`)."""
+        save_state(path, self.state_arrays())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> OriginDetector:
-        """Restore a detector saved by :meth:`save`; the stream continues where it stopped."""
-        try:
-            with np.load(Path(path), allow_pickle=False) as data:
-                files = {k: data[k] for k in data.files}
-        except (OSError, ValueError, zipfile.BadZipFile) as exc:
-            raise StoreError(f"cannot read origin state {path}: {exc}") from exc
+        """Restore a detector saved by :meth:`save`; the stream continues where it stopped.
+
+        A damaged, truncated, empty or foreign file raises ``StoreError`` saying so; it is
+        never partly used."""
+        return cls.from_state(load_state(path), str(path))
+
+    @classmethod
+    def from_state(cls, files: dict[str, Any], source: str = "state") -> OriginDetector:
+        """A detector from :meth:`state_arrays` (``source`` names it in error messages)."""
         try:
             meta = json.loads(files["meta"].tobytes())
-            if meta.get("version") not in (1, _STATE_VERSION):
-                raise StoreError(f"origin state {path} has unknown version {meta.get('version')}")
+            if meta.get("version") != _STATE_VERSION:
+                raise StoreError(
+                    f"origin state {source} has version {meta.get('version')}, this neardup"
+                    f" reads version {_STATE_VERSION}: rebuild it"
+                )
             config = OriginConfig(**meta["config"])
             ids = json.loads(files["registry_ids"].tobytes())
-            if meta["version"] == 1:
-                seen = SeenIds()
-                for doc_id in json.loads(files["seen"].tobytes()):
-                    seen.add(str(doc_id))
-            else:
-                seen = SeenIds(files["seen_hashes"].astype(np.uint64))
+            seen = SeenIds(files["seen_hashes"].astype(np.uint64))
             ordinals = files["registry_ordinals"].tolist()
             counts = files["registry_counts"].tolist()
-        except (KeyError, ValueError, TypeError) as exc:
-            raise StoreError(f"origin state {path} is malformed: {exc}") from exc
+            registry = {
+                int(o): [str(i), int(c)] for o, i, c in zip(ordinals, ids, counts, strict=True)
+            }
+            nxt = int(meta["next"])
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            raise StoreError(f"origin state {source} is malformed: {exc}") from exc
+        if nxt < 0 or any(not 0 <= o < nxt or c <= 0 for o, (_, c) in registry.items()):
+            raise StoreError(f"origin state {source} is inconsistent (registry vs counter)")
         self = cls(config, reject_repeated_ids=bool(meta["reject_repeated_ids"]))
         if meta.get("id_log"):
             self._ids = IdLog(meta["id_log"])
-            self._ids.truncate(int(meta["next"]))  # drop ids logged after the save
+            self._ids.truncate(nxt)  # drop ids logged after the save
         table_arrays = {k[6:]: v for k, v in files.items() if k.startswith("table_")}
         self.table = make_table(config, table_arrays)
-        self._next = int(meta["next"])
+        self._next = nxt
         self.last_date = meta.get("last_date")
-        self._registry = {
-            int(o): [str(i), int(c)] for o, i, c in zip(ordinals, ids, counts, strict=True)
-        }
+        self._registry = registry
         if self._seen is not None:
             self._seen = seen
         return self

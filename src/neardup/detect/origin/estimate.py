@@ -197,9 +197,9 @@ def fill_between(
             k += 1
         if found[j]:
             out[j] = origin[j]
-        elif k < a and anchor_positions[k] == p:
-            out[j] = anchor_est[k]
-        elif maybe_lost[j] and 0 < k < a and anchor_est[k - 1] == anchor_est[k]:
+        elif (k < a and anchor_positions[k] == p) or (
+            maybe_lost[j] and 0 < k < a and anchor_est[k - 1] == anchor_est[k]
+        ):
             out[j] = anchor_est[k]
         else:
             out[j] = own

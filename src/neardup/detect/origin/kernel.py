@@ -207,8 +207,10 @@ def bucket_document(
     radius: int,
     lucky_every: int,
     lucky: bool,
+    readonly: bool,
 ) -> tuple[Any, Any, Any, Any, Any, int, int, int, int, int]:  # pragma: no cover - numba
-    """Probe, estimate and conclude one document on a bucketed table (module doc).
+    """Probe, estimate and conclude one document on a bucketed table (module doc);
+    ``readonly``: look up only, the table is left exactly as it was.
 
     Returns (est, marked, token origins, found, evicted origins, inserted count, most
     copied, its count, runner-up count, distinct origins)."""
@@ -224,13 +226,13 @@ def bucket_document(
     nev, ins = _probe_insert(
         fps, own, nbuckets, bsize, tag_hi, tag_lo, origin_t, offset_t, prev_t, next_t, score,
         fill, loose, lost, rng, policy, saturated, limit, found, f_origin, f_off, f_prev,
-        f_next, f_lost, evicted, insert, is_anchor, offs, pb, nb,
+        f_next, f_lost, evicted, insert, is_anchor, offs, pb, nb, readonly,
     )  # fmt: skip
     est, marked, tok, bonus, best, best_count, second, distinct = conclude(
         own, fps, starts, ends, anchors, n_tokens, found, f_origin, f_off, f_prev, f_next,
         f_lost, method, bridge_limit, tolerance, radius, lucky_every,
     )  # fmt: skip
-    if lucky and policy == LUCKY:
+    if lucky and policy == LUCKY and not readonly:
         a = anchors.shape[0]
         af = np.empty(a, dtype=np.uint64)
         for r in range(a):

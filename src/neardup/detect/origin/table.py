@@ -251,6 +251,7 @@ def _probe_insert(
     offs: U8,
     pbytes: U8,
     nbytes_: U8,
+    readonly: bool,
 ) -> tuple[int, int]:  # pragma: no cover - numba
     """Probe every fingerprint in order, inserting misses; returns the numbers of entries
     evicted and inserted.
@@ -260,7 +261,8 @@ def _probe_insert(
     bucket evicts a loose entry first, and drops a loose newcomer when it holds none.
     ``lost`` (empty = not tracked): per bucket, one bit (``fp & 63``) for every entry it
     evicted or dropped; ``f_lost[j]`` tells whether fingerprint j's bit was set when it
-    was probed (unset: j was never lost from the table)."""
+    was probed (unset: j was never lost from the table).  ``readonly``: look up only, change
+    nothing (a query that leaves no trace)."""
     m = fps.shape[0]
     filtered = insert.shape[0] > 0
     tiered = anchor.shape[0] > 0
@@ -283,6 +285,13 @@ def _probe_insert(
             e = base + slot
             found[j] = True
             f_origin[j] = np.int64(origin[e]) >> 1
+            if readonly:
+                if has_off:
+                    f_offset[j] = offset[e]
+                if has_nb:
+                    f_prev[j] = prev[e]
+                    f_next[j] = nxt[e]
+                continue
             if tiered and anchor[j] and (origin[e] & 1):
                 origin[e] -= 1  # an anchor now: it leaves the loose tier
                 loose[b] -= np.uint8(1)
@@ -292,8 +301,21 @@ def _probe_insert(
                 f_prev[j] = prev[e]
                 f_next[j] = nxt[e]
             if policy == LRU:
-                _to_back(slot, head, n, base, bsize, wide, tag_hi, tag_lo, origin, offset,
-                         prev, nxt, score)
+                _to_back(
+                    slot,
+                    head,
+                    n,
+                    base,
+                    bsize,
+                    wide,
+                    tag_hi,
+                    tag_lo,
+                    origin,
+                    offset,
+                    prev,
+                    nxt,
+                    score,
+                )
             elif has_score:
                 if score[e] < 255:
                     score[e] += np.uint8(1)
@@ -303,6 +325,8 @@ def _probe_insert(
         bit = np.uint64(1) << (fp & np.uint64(63))
         if tracked:
             f_lost[j] = (lost[b] & bit) != 0
+        if readonly:
+            continue
         if filtered and not insert[j]:
             if tracked:
                 lost[b] |= bit
@@ -320,8 +344,21 @@ def _probe_insert(
             nev += 1
             loose[b] -= np.uint8(1)
             if policy == LRU:  # the victim goes to the back of the queue, then is overwritten
-                _to_back(victim, head, n, base, bsize, wide, tag_hi, tag_lo, origin, offset,
-                         prev, nxt, score)
+                _to_back(
+                    victim,
+                    head,
+                    n,
+                    base,
+                    bsize,
+                    wide,
+                    tag_hi,
+                    tag_lo,
+                    origin,
+                    offset,
+                    prev,
+                    nxt,
+                    score,
+                )
                 e = base + (head + n - 1) % bsize
             else:
                 e = base + victim
@@ -509,7 +546,12 @@ class BucketTable:
         return (self.origin[used].astype(np.int64)) >> 1
 
     def probe(
-        self, fps: U64, own: int, insert: BOOL | None = None, facts: Probe | None = None
+        self,
+        fps: U64,
+        own: int,
+        insert: BOOL | None = None,
+        facts: Probe | None = None,
+        readonly: bool = False,
     ) -> tuple[Hits, I64]:
         """Look up / insert each fingerprint in order; returns hits and evicted origins.
 
@@ -546,7 +588,7 @@ class BucketTable:
             off, prev, nxt, lost, evicted,
             _EMPTY_BOOL if insert is None else insert,
             _EMPTY_BOOL if facts.anchor is None or not self.adaptive else facts.anchor,
-            offs, pb, nb,
+            offs, pb, nb, readonly,
         )  # fmt: skip
         return Hits(found, origin, off, prev, nxt, lost), evicted[:nev]
 
@@ -601,10 +643,15 @@ class UnlimitedTable:
         return np.array([f[0] for f in self._facts.values()], dtype=np.int64)
 
     def probe(
-        self, fps: U64, own: int, insert: BOOL | None = None, facts: Probe | None = None
+        self,
+        fps: U64,
+        own: int,
+        insert: BOOL | None = None,
+        facts: Probe | None = None,
+        readonly: bool = False,
     ) -> tuple[Hits, I64]:
-        """Look up / insert each fingerprint in order (never evicts); ``insert`` and
-        ``facts`` as for :meth:`BucketTable.probe` (anchors make no difference here)."""
+        """Look up / insert each fingerprint in order (never evicts); ``insert``, ``facts``
+        and ``readonly`` as for :meth:`BucketTable.probe` (anchors make no difference)."""
         facts = facts or Probe()
         if insert is None:
             insert = facts.insert
@@ -625,7 +672,7 @@ class UnlimitedTable:
         get = facts_.get
         pb = prev_b.tolist()
         nb = next_b.tolist()
-        keep = [True] * m if insert is None else insert.tolist()
+        keep = [not readonly] * m if insert is None else (insert & (not readonly)).tolist()
         before = len(facts_)
         for j, fp in enumerate(fps.tolist()):
             hit = get(fp)
