@@ -17,9 +17,10 @@ from click.testing import CliRunner
 
 from neardup.cli import cli
 from neardup.detect.origin import OriginConfig, OriginDetector
+from neardup.detect.origin.persist import save_state
 from neardup.detect.origin.seen import PENDING, SeenIds
 from neardup.detect.origin.table import BucketTable
-from neardup.errors import ConfigError, ConflictError
+from neardup.errors import ConfigError, ConflictError, StoreError
 from neardup.evaluation.origin import (
     Prepared,
     StreamDoc,
@@ -65,23 +66,27 @@ def test_seen_ids_match_a_set() -> None:
 TEXT = " ".join(f"w{i}" for i in range(40))
 
 
-def test_version_1_state_still_loads(tmp_path: Path) -> None:
+def test_states_of_older_versions_are_refused_with_a_message(tmp_path: Path) -> None:
     det = OriginDetector(OriginConfig.paper(memory_bytes=1 << 16))
     det.process("a", TEXT)
     det.save(tmp_path / "s.npz")
-    # rewrite as a version-1 file: seen ids as a JSON list, no hash array
+    # an older file: no checksum (version 2 and before)
     with np.load(tmp_path / "s.npz") as data:
-        files = {k: data[k] for k in data.files}
+        files = {k: data[k] for k in data.files if k != "checksum"}
+    np.savez(tmp_path / "old.npz", **files)
+    with pytest.raises(StoreError, match="no checksum"):
+        OriginDetector.load(tmp_path / "old.npz")
+    # a checksummed file whose version is not this one's
     meta = json.loads(files["meta"].tobytes())
-    meta["version"] = 1
+    meta["version"] = 2
     files["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    files["seen"] = np.frombuffer(json.dumps(["a"]).encode(), dtype=np.uint8)
-    del files["seen_hashes"]
-    np.savez(tmp_path / "v1.npz", **files)
-    old = OriginDetector.load(tmp_path / "v1.npz")
+    save_state(tmp_path / "v2.npz", files)
+    with pytest.raises(StoreError, match=r"version 2.*rebuild"):
+        OriginDetector.load(tmp_path / "v2.npz")
+    again = OriginDetector.load(tmp_path / "s.npz")
     with pytest.raises(ConflictError):
-        old.process("a", TEXT)
-    assert old.process("b", TEXT).dominant_origin == "a"
+        again.process("a", TEXT)
+    assert again.process("b", TEXT).dominant_origin == "a"
 
 
 def test_cli_keeps_ids_on_disk_without_state(
@@ -240,7 +245,7 @@ def test_cli_takes_the_small_memory_options(tmp_path: Path) -> None:
     args += ["--lucky-limit", "3", "--lucky-every", "3", "--bridge-limit", "255"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
-    assert "NHs+LS(limit 3, y 3)+B(T 255)" in result.stderr
+    assert "adaptive(NHs)+LS(limit 3, y 3)+B(T 255, tol 2, ext 1)+packed(4+4 B)" in result.stderr
     bad = CliRunner().invoke(cli, [*args[:-6], "--lucky-limit", "0"])
     assert bad.exit_code != 0 and isinstance(bad.exception, ConfigError)
 

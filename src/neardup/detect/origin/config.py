@@ -11,8 +11,21 @@
 * estimation (Section 2.3): ``nb``, ``e`` (expansion), ``b`` (bridging, limit ``bridge_limit``
   T), ``be`` (bridging with expansion).
 
-Defaults are the paper's best configuration, NHs + Lucky + BE with k = 8, 64 shingles a
-bucket, T = 30, y = 7 and the halving limit 11.
+and one mode of ours, ``adaptive`` (the default; docs/origin.md, "Exact while memory
+lasts"): every shingle is looked up and stored while its bucket has room, so a stream whose
+shingles fit is answered exactly (the reference mode's answer); a full bucket evicts the
+shingles that are not selected ("loose") first and drops new loose ones, so under pressure
+the table holds the selected shingles (the anchors) as in the paper; each bucket remembers
+which fingerprints it lost (a 64-bit mask), and only shingles that may have been lost are
+estimated.
+
+Defaults (chosen on the tuning half of the copy stream, ``tune_default`` in
+:mod:`neardup.evaluation.origin_small`): adaptive, NHs anchors, Lucky eviction with halving
+limit 3 and y = 3, bridging with T = 255 and offset tolerance 2, edge extension 1, 4-byte
+fingerprints and origins.  :meth:`OriginConfig.paper` is the paper's NHs + Lucky + BE with
+its constants (k = 8, 64 shingles a bucket, T = 30, y = 7, halving limit 11, 6 + 8-byte
+entries, only selected shingles looked up); :meth:`OriginConfig.preset` names the
+configurations a user picks from.
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ from neardup.errors import ConfigError
 
 __all__ = [
     "DEFAULT_SELECTION_PARAMETER",
+    "PRESETS",
     "ESTIMATIONS",
     "EVICTIONS",
     "SELECTIONS",
@@ -33,6 +47,7 @@ __all__ = [
     "parse_memory",
 ]
 
+PRESETS = ("exact", "balanced", "small-memory")
 SELECTIONS = ("all", "every", "modulo", "winnowing", "hashbreak", "dct", "hailstorm")
 EVICTIONS = ("random", "lru", "copycount", "lucky")
 ESTIMATIONS = ("nb", "e", "b", "be")
@@ -141,6 +156,32 @@ class OriginConfig(Config):
         check_choice("origin_bytes", self.origin_bytes, (8, 4))
 
     @classmethod
+    def preset(cls, name: str, memory_bytes: int | None = 100_000_000) -> OriginConfig:
+        """A named configuration for users (:data:`PRESETS`):
+
+        * ``"exact"``: every shingle kept, memory grows with the stream (about 200 bytes a
+          distinct shingle): the exact origin of every passage (the paper's reference mode);
+          ``memory_bytes`` must be None.
+        * ``"balanced"`` (the default): exact while the ``memory_bytes`` table has room,
+          then thinned to Hailstorm anchors (the defaults of this class).
+        * ``"small-memory"``: the same with 3-byte fingerprints, so a small table holds a
+          third more shingles at the cost of one false match per ~4 million new shingles.
+        """
+        check_choice("preset", name, PRESETS)
+        if name == "exact":
+            if memory_bytes is not None:
+                raise ConfigError(
+                    "the exact preset keeps every shingle (memory grows with the stream):"
+                    " give no memory size, or use the balanced preset with one"
+                )
+            return cls(memory_bytes=None)
+        if memory_bytes is None:
+            raise ConfigError(f"the {name} preset needs a memory size (like 100MB)")
+        if name == "small-memory":
+            return cls(memory_bytes=memory_bytes, fingerprint_bytes=3)
+        return cls(memory_bytes=memory_bytes)
+
+    @classmethod
     def paper(cls, **overrides: Any) -> OriginConfig:
         """The paper's best configuration, NHs + Lucky + BE with its constants (k = 8, 64
         shingles a bucket, T = 30, y = 7, halving limit 11, 6 + 8-byte entries), only the
@@ -177,7 +218,8 @@ class OriginConfig(Config):
 
     @property
     def label(self) -> str:
-        """The paper's short name, e.g. ``NHs+LS+BE`` or ``4th+R+NB``."""
+        """The paper's short name, e.g. ``NHs+LS+BE`` or ``4th+R+NB`` (adaptive mode:
+        ``adaptive(NHs)+...``, the anchors' selection in brackets)."""
         names = {"all": "All", "hailstorm": "Hs", "modulo": "M", "winnowing": "W"}
         names.update({"hashbreak": "Hb", "dct": "Dct"})
         if self.selection == "every":
@@ -188,6 +230,8 @@ class OriginConfig(Config):
                 sel = "N" + sel
         if self.insert_modulo > 1:
             sel += f"(store 1/{self.insert_modulo})"
+        if self.adaptive:
+            sel = f"adaptive({sel})"
         evict = {"random": "R", "lru": "LRU", "copycount": "CC", "lucky": "LS"}[self.eviction]
         if self.eviction == "lucky":
             knobs = [f"limit {self.lucky_limit}"] if self.lucky_limit != 11 else []

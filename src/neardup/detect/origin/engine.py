@@ -115,6 +115,9 @@ class OriginDetector:
         self._registry: dict[int, list[Any]] = {}  # ordinal -> [id, stored entries]
         self._seen: SeenIds | None = SeenIds() if reject_repeated_ids else None
         self.last_date: str | None = None  # kept for callers that enforce date order
+        # the first document whose shingles did not all stay in the table: every answer
+        # before it is exact (the reference mode's); None while nothing was ever lost
+        self.first_loss: int | None = None
         self._ids: IdLog | None = None
         if id_log is not None:
             self._ids = IdLog(id_log)
@@ -194,13 +197,14 @@ class OriginDetector:
                 cfg.copycount_saturated, cfg.lucky_limit, self._method, cfg.bridge_limit,
                 cfg.bridge_tolerance, cfg.edge_extension, cfg.lucky_every, self._lucky, readonly,
             )  # fmt: skip
-            est, marked, tok, found, evicted, inserted, best, best_count, second, distinct = got
+            est, marked, tok, found, evicted, inserted, dropped, best, best_count, second = got[:10]
+            distinct = got[10]
         else:
             is_anchor, offs, pb, nb = probe_facts(fps, anchors, cfg.adaptive)
             facts = Probe(anchor=is_anchor if cfg.adaptive else None, offsets=offs, prev=pb,
                           next=nb)  # fmt: skip
             hits, evicted = table.probe(fps, own, insert, facts, readonly)
-            found, inserted = hits.found, table.last_inserted
+            found, inserted, dropped = hits.found, table.last_inserted, 0
             est, marked, tok, _, best, best_count, second, distinct = conclude(
                 own, fps, starts, ends, anchors, n, found, hits.origin, hits.offset, hits.prev,
                 hits.next, hits.maybe_lost, self._method, cfg.bridge_limit,
@@ -212,6 +216,8 @@ class OriginDetector:
             names[o] = self._registry[o][0] if self._ids is None else self._ids.get(o)
         if not readonly:
             self._account(own, doc_id, inserted, evicted)
+            if self.first_loss is None and (dropped or evicted.shape[0]):
+                self.first_loss = own
         dom = int(best) if distinct == 1 or 10 * best_count >= 11 * second else None
         return DocResult(own, doc_id, n, sel, est, tok, dom, int(best), names, found, cuts)
 
@@ -291,6 +297,7 @@ class OriginDetector:
             "config": self.config.to_dict(),
             "next": self._next,
             "last_date": self.last_date,
+            "first_loss": self.first_loss,
             "reject_repeated_ids": self._seen is not None,
             "id_log": None if self._ids is None else str(self._ids.path.resolve()),
         }
@@ -353,6 +360,8 @@ class OriginDetector:
         self.table = make_table(config, table_arrays)
         self._next = nxt
         self.last_date = meta.get("last_date")
+        first_loss = meta.get("first_loss")
+        self.first_loss = None if first_loss is None else int(first_loss)
         self._registry = registry
         if self._seen is not None:
             self._seen = seen

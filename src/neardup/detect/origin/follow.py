@@ -118,6 +118,18 @@ class StoreFollower:
 
     # --- checkpoint -----------------------------------------------------------------------
 
+    @staticmethod
+    def saved_config(path: str | os.PathLike[str]) -> OriginConfig | None:
+        """The configuration a checkpoint at ``path`` was made with (None when there is no
+        readable one), so a caller can continue it without restating the options."""
+        if not Path(path).exists():
+            return None
+        try:
+            meta = json.loads(load_state(path)["meta"].tobytes())
+            return OriginConfig(**meta["config"])
+        except (KeyError, ValueError, TypeError, NearDupError):
+            return None
+
     def _store_id(self) -> str:
         getter = getattr(self.store, "meta_get", None)
         value = getter("store_uuid") if callable(getter) else None

@@ -208,12 +208,12 @@ def bucket_document(
     lucky_every: int,
     lucky: bool,
     readonly: bool,
-) -> tuple[Any, Any, Any, Any, Any, int, int, int, int, int]:  # pragma: no cover - numba
+) -> tuple[Any, Any, Any, Any, Any, int, int, int, int, int, int]:  # pragma: no cover
     """Probe, estimate and conclude one document on a bucketed table (module doc);
     ``readonly``: look up only, the table is left exactly as it was.
 
-    Returns (est, marked, token origins, found, evicted origins, inserted count, most
-    copied, its count, runner-up count, distinct origins)."""
+    Returns (est, marked, token origins, found, evicted origins, inserted count, dropped
+    count, most copied, its count, runner-up count, distinct origins)."""
     m = fps.shape[0]
     is_anchor, offs, pb, nb = probe_facts(fps, anchors, tiered)
     found = np.zeros(m, dtype=np.bool_)
@@ -223,7 +223,7 @@ def bucket_document(
     f_next = np.zeros(m, dtype=np.uint8)
     f_lost = np.full(m, lost.shape[0] == 0, dtype=np.bool_)
     evicted = np.empty(m, dtype=np.int64)
-    nev, ins = _probe_insert(
+    nev, ins, drop = _probe_insert(
         fps, own, nbuckets, bsize, tag_hi, tag_lo, origin_t, offset_t, prev_t, next_t, score,
         fill, loose, lost, rng, policy, saturated, limit, found, f_origin, f_off, f_prev,
         f_next, f_lost, evicted, insert, is_anchor, offs, pb, nb, readonly,
@@ -238,4 +238,4 @@ def bucket_document(
         for r in range(a):
             af[r] = fps[anchors[r]]
         _add_scores(af, bonus, nbuckets, bsize, tag_hi, tag_lo, score, fill, limit)
-    return est, marked, tok, found, evicted[:nev], ins, best, best_count, second, distinct
+    return est, marked, tok, found, evicted[:nev], ins, drop, best, best_count, second, distinct

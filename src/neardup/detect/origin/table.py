@@ -252,9 +252,9 @@ def _probe_insert(
     pbytes: U8,
     nbytes_: U8,
     readonly: bool,
-) -> tuple[int, int]:  # pragma: no cover - numba
+) -> tuple[int, int, int]:  # pragma: no cover - numba
     """Probe every fingerprint in order, inserting misses; returns the numbers of entries
-    evicted and inserted.
+    evicted, inserted and dropped (misses not stored: not sampled, or loose with no room).
 
     ``insert`` (empty = all): only those misses may be stored.  ``anchor`` (empty = all are
     anchors, the paper's table): a miss that is not an anchor is stored *loose*; a full
@@ -276,6 +276,7 @@ def _probe_insert(
     ring = policy == LRU and bsize <= 128
     nev = 0
     ins = 0
+    drop = 0
     for j in range(m):
         fp = fps[j]
         b, base, slot = _find(fp, nbuckets, bsize, tag_hi, tag_lo, fill)
@@ -330,6 +331,7 @@ def _probe_insert(
         if filtered and not insert[j]:
             if tracked:
                 lost[b] |= bit
+            drop += 1
             continue
         is_loose = tiered and not anchor[j]
         if n < bsize:
@@ -365,6 +367,7 @@ def _probe_insert(
         elif is_loose:
             if tracked:
                 lost[b] |= bit  # no room for a loose newcomer: dropped
+            drop += 1
             continue
         elif ring:  # the oldest entry is at the head: overwrite it, advance the head
             e = base + head
@@ -400,7 +403,7 @@ def _probe_insert(
         if has_score:
             score[e] = np.uint8(1)
         ins += 1
-    return nev, ins
+    return nev, ins, drop
 
 
 @numba.njit(cache=True)
@@ -490,6 +493,7 @@ class BucketTable:
             "rng": (np.uint64, 1),
         }  # fmt: skip
         self.last_inserted = 0
+        self.last_dropped = 0
         if arrays is None:
             for name, (dtype, size) in self._layout.items():
                 setattr(self, name, np.zeros(size, dtype=dtype))
@@ -581,7 +585,7 @@ class BucketTable:
         if pb is None or nb is None:
             pb, nb = _neighbour_bytes(fps)
         cfg = self.config
-        nev, self.last_inserted = _probe_insert(
+        nev, self.last_inserted, self.last_dropped = _probe_insert(
             fps, own, self.nbuckets, self.bucket_size, self.tag_hi, self.tag_lo, self.origin,
             self.offset, self.prev, self.next, self.score, self.fill, self.loose, self.lost,
             self.rng, self.policy, cfg.copycount_saturated, cfg.lucky_limit, found, origin,
@@ -612,6 +616,7 @@ class UnlimitedTable:
     def __init__(self, config: OriginConfig, arrays: dict[str, Any] | None = None) -> None:
         self.config = config
         self.last_inserted = 0
+        self.last_dropped = 0
         self._facts: dict[int, tuple[int, int, int, int]] = {}
         if arrays is not None:
             keys = arrays.get("keys")
