@@ -39,9 +39,9 @@ from neardup.errors import ConfigError
 
 __all__ = [
     "DEFAULT_SELECTION_PARAMETER",
-    "PRESETS",
     "ESTIMATIONS",
     "EVICTIONS",
+    "PRESETS",
     "SELECTIONS",
     "OriginConfig",
     "parse_memory",
