@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from neardup.cli import cli
 from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector
-from neardup.detect.origin.spans import document_tokens
+from neardup.similarity.spans import document_tokens
 from neardup.detect.origin.table import BucketTable, Probe, entry_bytes
 from neardup.errors import ConfigError
 from neardup.shingles import hash_forms

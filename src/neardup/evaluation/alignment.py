@@ -492,7 +492,7 @@ def tune_alignment(
     ]
     # Seeding depends only on the text settings and the two seed floors: done once per pair
     # and text setting at the lowest thresholds of the grid, then filtered per config.
-    floors = (min(c.seed_cosine for c in configs), min(c.seed_dice for c in configs))
+    floors = (min(c.seed_floors[0] for c in configs), min(c.seed_floors[1] for c in configs))
     seeded: dict[tuple[Any, ...], dict[str, UnitPairs]] = {}
     rows: list[
         tuple[tuple[float, float, int, int], AlignmentConfig, dict[str, AlignmentScore]]

@@ -97,6 +97,7 @@ class AlignmentConfig(Config):
 
     text: TextConfig = dataclasses.field(default_factory=_default_text_config)
     min_sentence_words: int = 3
+    split_lines: bool = False
     seed_cosine: float = 0.2
     seed_dice: float = 0.25
     max_gap_units: int = 2
@@ -105,8 +106,15 @@ class AlignmentConfig(Config):
     boundary_ngram: int = 3
     boundary_ngram_low: int = 1
     verbatim_share: float = 0.4
-    summary_max_gap_units: int = 0
-    summary_length_ratio: float = 0.5
+    summary_max_gap_units: int = 48
+    summary_source_ratio: float = 4.0
+    summary_seed_cosine: float = 0.15
+    summary_seed_dice: float = 0.33
+    trim_whole_units: bool = True
+    boundary_window: int = 6
+    boundary_density: float = 0.5
+    verbatim_min_chars: int = 256
+    verbatim_min_tokens: int = 3
     max_text_chars: int = 2_000_000
 
     def __post_init__(self) -> None:
@@ -122,8 +130,25 @@ class AlignmentConfig(Config):
         check_int("boundary_ngram_low", self.boundary_ngram_low, low=0, high=16)
         check_range("verbatim_share", self.verbatim_share, low=0.0, high=1.0)
         check_int("summary_max_gap_units", self.summary_max_gap_units, low=0, high=10_000)
-        check_range("summary_length_ratio", self.summary_length_ratio, low=0.0, high=1.0)
+        check_range("summary_source_ratio", self.summary_source_ratio, low=1.0, high=1000.0)
+        check_range("summary_seed_cosine", self.summary_seed_cosine, low=0.0, high=1.0)
+        check_range("summary_seed_dice", self.summary_seed_dice, low=0.0, high=1.0)
+        check_int("verbatim_min_chars", self.verbatim_min_chars, low=0)
+        check_int("boundary_window", self.boundary_window, low=1, high=64)
+        check_range("boundary_density", self.boundary_density, low=0.0, high=1.0)
+        check_int("verbatim_min_tokens", self.verbatim_min_tokens, low=1, high=1000)
         check_int("max_text_chars", self.max_text_chars, low=1)
+
+
+    @property
+    def seed_floors(self) -> tuple[float, float]:
+        """The lowest seed cosine and Dice any pass of this config uses."""
+        if not self.summary_max_gap_units:
+            return self.seed_cosine, self.seed_dice
+        return (
+            min(self.seed_cosine, self.summary_seed_cosine),
+            min(self.seed_dice, self.summary_seed_dice),
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -188,7 +213,7 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
     # cross a sentence boundary (boundaries are punctuation or white space), so this equals
     # tokenising each sentence on its own (tested), at a fraction of the calls.
     whole = tokenize(text, cfg.text)
-    for start, end in sentence_spans(text):
+    for start, end in _line_sentences(text) if cfg.split_lines else sentence_spans(text):
         lo, hi = bisect.bisect_left(whole.starts, start), bisect.bisect_left(whole.starts, end)
         toks = Tokens(whole.forms[lo:hi], whole.starts[lo:hi], whole.ends[lo:hi])
         if pending is not None:
@@ -208,6 +233,25 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
             units.append(pending[1])
     terms = tuple(Counter(u.forms) for u in units)
     return PreparedText(len(text), tuple(spans), terms, tuple(units))
+
+
+def _line_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentences, each also cut at line breaks: web pages carry headings, list items and
+    table rows on lines of their own, without a full stop (Sanchez-Perez et al. 2015 mark
+    such line ends as sentence ends too)."""
+    out: list[tuple[int, int]] = []
+    for start, end in sentence_spans(text):
+        piece = start
+        while True:
+            cut = text.find("\n", piece, end)
+            if cut < 0:
+                break
+            if text[piece:cut].strip():
+                out.append((piece, cut))
+            piece = cut + 1
+        if text[piece:end].strip():
+            out.append((piece, end))
+    return out
 
 
 def _joined(a: Tokens, b: Tokens) -> Tokens:
@@ -232,7 +276,8 @@ def align_prepared(
     """:func:`align_passages` on texts already cut by :func:`prepare_text` (with the same
     config), so a document used in many pairs is prepared once."""
     cfg = config or AlignmentConfig()
-    return align_pair(unit_pairs(source, suspicious, cfg.seed_cosine, cfg.seed_dice), cfg)
+    floors = cfg.seed_floors
+    return align_pair(unit_pairs(source, suspicious, *floors), cfg)
 
 
 def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[AlignedPassage]:
@@ -241,22 +286,112 @@ def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[
     ``pairs`` was built with (``ConfigError``).  One :func:`unit_pairs` serves many configs
     (tuning)."""
     cfg = config or AlignmentConfig()
-    if cfg.seed_cosine < pairs.min_cosine or cfg.seed_dice < pairs.min_dice:
+    if cfg.seed_floors[0] < pairs.min_cosine or cfg.seed_floors[1] < pairs.min_dice:
         raise ConfigError(
-            f"seed thresholds ({cfg.seed_cosine}, {cfg.seed_dice}) are below the floors the "
-            f"unit pairs were built with ({pairs.min_cosine}, {pairs.min_dice})"
+            f"seed thresholds {cfg.seed_floors} are below the floors the unit pairs were"
+            f" built with ({pairs.min_cosine}, {pairs.min_dice})"
         )
-    keep = (pairs.cosine > cfg.seed_cosine) & (pairs.dice > cfg.seed_dice)
-    seeds = list(zip(pairs.rows[keep].tolist(), pairs.cols[keep].tolist(), strict=True))
-    if not seeds:
-        return []
     model = pairs.model
-    passages = _filter(model, _extend(model, seeds, cfg.max_gap_units, cfg), cfg)
-    if cfg.summary_max_gap_units and _looks_like_summary(passages, cfg):
-        wide = _filter(model, _extend(model, seeds, cfg.summary_max_gap_units, cfg), cfg)
-        if _covered(wide) > _covered(passages):
-            passages = wide
+    seeds = _seeds(pairs, cfg.seed_cosine, cfg.seed_dice)
+    passages = _filter(model, _extend(model, seeds, cfg.max_gap_units, cfg), cfg) if seeds else []
+    if cfg.verbatim_min_chars and passages:
+        exact = _verbatim(model, passages, cfg)
+        if exact is not None:
+            return exact
+    if cfg.summary_max_gap_units:
+        loose = _seeds(pairs, cfg.summary_seed_cosine, cfg.summary_seed_dice)
+        gap = cfg.summary_max_gap_units
+        wide = _filter(model, _extend(model, loose, gap, cfg), cfg) if loose else []
+        src = sum(p.source_length for p in wide)
+        if wide and src >= cfg.summary_source_ratio * sum(p.this_length for p in wide):
+            return [_summary(wide, model.src.length)]
     return passages
+
+
+def _seeds(pairs: UnitPairs, cosine: float, dice: float) -> list[tuple[int, int]]:
+    keep = (pairs.cosine > cosine) & (pairs.dice > dice)
+    return list(zip(pairs.rows[keep].tolist(), pairs.cols[keep].tolist(), strict=True))
+
+
+def _summary(passages: list[AlignedPassage], source_length: int) -> AlignedPassage:
+    """A summary retells its source as one condensed passage: one passage spanning all of
+    ``passages`` on the suspicious side, aligned with the whole source (granularity 1; the
+    PAN corpora mark a summary's source as the whole source document)."""
+    a = min(p.this_offset for p in passages)
+    b = max(p.this_end for p in passages)
+    sim = max(p.similarity for p in passages)
+    return AlignedPassage(a, b - a, 0, source_length, sim)
+
+
+def _tokens_in(side: PreparedText, start: int, end: int) -> tuple[list[str], list[int], list[int]]:
+    """Forms and spans of the tokens of ``side`` lying inside ``[start, end)``."""
+    lo = bisect.bisect_right([s for s, _ in side.spans], start) - 1
+    forms: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for k in range(max(lo, 0), len(side.spans)):
+        if side.spans[k][0] >= end:
+            break
+        toks = side.tokens[k]
+        for f, a, b in zip(toks.forms, toks.starts, toks.ends, strict=True):
+            if a >= start and b <= end:
+                forms.append(f)
+                starts.append(a)
+                ends.append(b)
+    return forms, starts, ends
+
+
+def common_runs(a: Sequence[str], b: Sequence[str], min_tokens: int) -> list[tuple[int, int, int]]:
+    """Maximal runs of equal tokens ``a[i - n + 1 : i + 1] == b[j - n + 1 : j + 1]`` with
+    ``n >= min_tokens``, as ``(i_end, j_end, n)`` (inclusive ends), in the order of ``a``.
+    O(matching token pairs)."""
+    where: dict[str, list[int]] = {}
+    for j, t in enumerate(b):
+        where.setdefault(t, []).append(j)
+    out: list[tuple[int, int, int]] = []
+    prev: dict[int, int] = {}
+    for i, t in enumerate(a):
+        cur = {j: prev.get(j - 1, 0) + 1 for j in where.get(t, ())}
+        for j, n in prev.items():
+            if j + 1 not in cur and n >= min_tokens:
+                out.append((i - 1, j, n))
+        prev = cur
+    out.extend((len(a) - 1, j, n) for j, n in prev.items() if n >= min_tokens)
+    return sorted(out)
+
+
+def _verbatim(
+    model: _PairModel, passages: list[AlignedPassage], cfg: AlignmentConfig
+) -> list[AlignedPassage] | None:
+    """Sanchez-Perez, Gelbukh & Sidorov (CLEF 2015), verbatim cases: when a passage shares a
+    run of equal words of at least ``verbatim_min_chars`` with its source, the pair is a
+    verbatim copy and its passages become the shared runs themselves (at least
+    ``min_passage_chars`` long), so each ends exactly where the copying ends; None when no
+    passage has such a run."""
+    found: list[AlignedPassage] = []
+    verbatim = False
+    for p in passages:
+        a_forms, a_starts, a_ends = _tokens_in(model.susp, p.this_offset, p.this_end)
+        b_forms, b_starts, b_ends = _tokens_in(model.src, p.source_offset, p.source_end)
+        for i, j, n in common_runs(a_forms, b_forms, cfg.verbatim_min_tokens):
+            this = (a_starts[i - n + 1], a_ends[i])
+            src = (b_starts[j - n + 1], b_ends[j])
+            size = min(this[1] - this[0], src[1] - src[0])
+            verbatim = verbatim or size >= cfg.verbatim_min_chars
+            if size >= cfg.min_passage_chars:
+                found.append(
+                    AlignedPassage(this[0], this[1] - this[0], src[0], src[1] - src[0], 1.0)
+                )
+    if not verbatim:
+        return None
+    kept: list[AlignedPassage] = []
+    for p in sorted(found, key=lambda p: (p.this_offset, -p.this_length)):
+        if kept and p.this_offset < kept[-1].this_end:
+            if p.this_length > kept[-1].this_length:
+                kept[-1] = p
+            continue
+        kept.append(p)
+    return kept
 
 
 @dataclasses.dataclass(frozen=True)
@@ -508,7 +643,8 @@ def _filter(
     cfg: AlignmentConfig,
 ) -> list[AlignedPassage]:
     ngram = (cfg.boundary_ngram, cfg.boundary_ngram_low, cfg.verbatim_share)
-    passages = [_passage(model, *c, ngram) for c in clusters]
+    window = (cfg.boundary_window, cfg.boundary_density, cfg.trim_whole_units)
+    passages = [_passage(model, *c, ngram, window) for c in clusters]
     kept: list[AlignedPassage] = []
     for p in sorted(passages, key=lambda p: (p.this_offset, p.this_length, p.source_offset)):
         if kept and p.this_offset < kept[-1].this_end:  # overlap on the suspicious side
@@ -537,10 +673,12 @@ def _passage(
     src_range: tuple[int, int],
     sim: float,
     ngram: tuple[int, int, float],
+    window: tuple[int, float, bool] = (1, 0.0, False),
 ) -> AlignedPassage:
     n = ngram[0] if _ngram_share(model, susp_range, src_range, ngram[0]) >= ngram[2] else ngram[1]
-    a, b = _bounds(model.susp, susp_range, model.src, src_range, n)
-    c, d = _bounds(model.src, src_range, model.susp, susp_range, n)
+    w, rho, anywhere = window
+    a, b = _bounds(model.susp, susp_range, model.src, src_range, n, w, rho, anywhere)
+    c, d = _bounds(model.src, src_range, model.susp, susp_range, n, w, rho, anywhere)
     return AlignedPassage(a, b - a, c, d - c, sim)
 
 
@@ -550,6 +688,9 @@ def _bounds(
     other: PreparedText,
     other_rng: tuple[int, int],
     ngram: int,
+    window: int = 1,
+    density: float = 0.0,
+    edge_units: bool = False,
 ) -> tuple[int, int]:
     """Character span of units ``rng``; with ``ngram`` > 0 its first and last unit are trimmed
     to the first / last token starting / ending a word n-gram found in the other side's span
@@ -564,13 +705,20 @@ def _bounds(
     if not shared:
         return start, end
     # Only a trim that drops tokens moves a boundary, so a copy of whole sentences keeps
-    # its sentence span (punctuation included).
-    for i in range(min(first_len, len(forms) - ngram + 1)):
-        if tuple(forms[i : i + ngram]) in shared:
+    # its sentence span (punctuation included).  A boundary token must start (end) a
+    # window of ``window`` tokens at least ``density`` of which start (end) shared n-grams:
+    # a lone common word before the copy does not pull its start out.
+    hit = [tuple(forms[i : i + ngram]) in shared for i in range(len(forms) - ngram + 1)]
+    reach = len(hit) if edge_units else min(first_len, len(hit))
+    for i in range(reach):
+        if hit[i] and sum(hit[i : i + window]) >= density * len(hit[i : i + window]):
             start = starts[i] if i > 0 else start
             break
-    for j in range(len(forms) - 1, max(last_from, ngram - 1) - 1, -1):
-        if tuple(forms[j - ngram + 1 : j + 1]) in shared:
+    stop = ngram - 1 if edge_units else max(last_from, ngram - 1)
+    for j in range(len(forms) - 1, stop - 1, -1):
+        k = j - ngram + 1  # the n-gram ending at j starts at k
+        back = hit[max(0, k - window + 1) : k + 1]
+        if hit[k] and sum(back) >= density * len(back):
             end = ends[j] if j < len(forms) - 1 else end
             break
     return start, end
@@ -608,16 +756,3 @@ def _range_tokens(
     first_len = len(side.tokens[rng[0]])
     last_from = len(forms) - len(side.tokens[rng[1]])
     return forms, starts, ends, first_len, last_from
-
-
-def _covered(passages: list[AlignedPassage]) -> int:
-    return sum(p.this_length for p in passages)
-
-
-def _looks_like_summary(passages: list[AlignedPassage], cfg: AlignmentConfig) -> bool:
-    """The paper's cue for summary obfuscation: the suspicious side is much shorter."""
-    if not passages:
-        return True
-    this = sum(p.this_length for p in passages)
-    src = sum(p.source_length for p in passages)
-    return this < cfg.summary_length_ratio * src

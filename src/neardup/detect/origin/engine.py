@@ -56,7 +56,7 @@ from neardup.detect.origin.persist import load_state, save_state
 from neardup.detect.origin.records import OriginReport, Segment, ShingleOrigins
 from neardup.detect.origin.seen import SeenIds
 from neardup.detect.origin.select import Selection, all_shingles, select, select_positions
-from neardup.detect.origin.spans import DocumentTokens, document_tokens
+from neardup.similarity.spans import DocumentTokens, document_tokens
 from neardup.detect.origin.table import BucketTable, Probe, UnlimitedTable, make_table
 from neardup.errors import ConflictError, InputError, StoreError
 from neardup.text import TextConfig, Tokens, ensure_text, tokenize

@@ -1,8 +1,9 @@
-"""Token hashes and character spans of a document for origin detection, fast.
+"""Token hashes and character spans of a text, fast (origin detection and alignment).
 
-Origin detection needs, per document, the 64-bit hash of every token (the text stage's
-tokens with :data:`TEXT_CONFIG`, hashed by :func:`neardup.shingles.hash_forms`) and each
-token's character span (to report segments as offsets into the text).  The general path is
+Origin detection and passage alignment need, per document, the 64-bit hash of every token
+(the text stage's tokens for a :class:`~neardup.text.TextConfig`, hashed by
+:func:`neardup.shingles.hash_forms`) and each token's character span (to report results as
+offsets into the text).  The general path is
 ``tokenize`` + ``hash_forms``.  For pure ASCII text, :func:`neardup.shingles.token_hashes`
 computes the same hashes through the compiled scanner, and :func:`ascii_spans` finds the same
 spans with the same compiled token rule (``neardup._kernels``); when the two disagree on the
