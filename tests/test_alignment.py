@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from neardup.errors import ConfigError, InputTooLargeError, InputTypeError
 from neardup.evaluation.alignment import PanCase, pair_split, pan_measures
+from neardup.shingles import hash_forms
 from neardup.similarity import (
     AlignedPassage,
     AlignmentConfig,
@@ -333,7 +334,7 @@ def test_units_equal_tokenising_each_unit_alone(reuters_docs: list[dict[str, Any
         prepared = prepare_text(text)
         for (a, b), toks in zip(prepared.spans, prepared.tokens, strict=True):
             alone = tokenize(text[a:b], AlignmentConfig().text)
-            assert toks.forms == alone.forms
+            assert toks.forms == tuple(hash_forms(alone.forms, 0).tolist())
             assert toks.starts == tuple(s + a for s in alone.starts)
             assert toks.ends == tuple(e + a for e in alone.ends)
             assert Counter(toks.forms) == prepared.terms[prepared.spans.index((a, b))]

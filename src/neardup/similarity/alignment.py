@@ -49,13 +49,15 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from neardup.config import Config, check_int, check_range
 from neardup.errors import ConfigError, InputTooLargeError
-from neardup.text import TextConfig, Tokens, ensure_text, sentence_spans, tokenize
+from neardup.shingles import hash_forms
+from neardup.similarity.spans import document_tokens
+from neardup.text import TextConfig, ensure_text, sentence_spans, tokenize
 
 __all__ = [
     "AlignedPassage",
@@ -139,7 +141,6 @@ class AlignmentConfig(Config):
         check_int("verbatim_min_tokens", self.verbatim_min_tokens, low=1, high=1000)
         check_int("max_text_chars", self.max_text_chars, low=1)
 
-
     @property
     def seed_floors(self) -> tuple[float, float]:
         """The lowest seed cosine and Dice any pass of this config uses."""
@@ -180,17 +181,51 @@ class AlignedPassage:
         return dataclasses.asdict(self)
 
 
+class UnitTokens(NamedTuple):
+    """The tokens of one unit: 64-bit hashes of their forms and their character spans."""
+
+    forms: tuple[int, ...]
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    def __len__(self) -> int:  # type: ignore[override]
+        return len(self.forms)
+
+
 @dataclasses.dataclass(frozen=True)
 class PreparedText:
-    """A text cut into units: character spans and the term counts of each unit."""
+    """A text cut into units: character spans and the term counts of each unit (terms are
+    the 64-bit hashes of the text stage's forms, :func:`neardup.shingles.hash_forms`)."""
 
     length: int
     spans: tuple[tuple[int, int], ...]
-    terms: tuple[Counter[str], ...]
-    tokens: tuple[Tokens, ...]
+    terms: tuple[Counter[int], ...]
+    tokens: tuple[UnitTokens, ...]
+    text: str = dataclasses.field(default="", repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.spans)
+
+
+def _hashed_tokens(text: str, config: TextConfig) -> tuple[list[int], list[int], list[int]]:
+    """Hashed forms and spans of ``text``'s tokens under ``config``: ASCII text through the
+    compiled scanner (:func:`~neardup.similarity.spans.document_tokens` with stop words
+    kept, then dropped by their lower-cased text, which for ASCII is their normalised
+    form), other text through :func:`~neardup.text.tokenize`.  Equal either way (tested)."""
+    keep = dataclasses.replace(config, drop_stop_words=False)
+    if text.isascii():
+        got = document_tokens(text, keep, 0)
+        hashes, starts, ends = got.hashes.tolist(), got.starts.tolist(), got.ends.tolist()
+        if not config.drop_stop_words:
+            return hashes, starts, ends
+        low = text.lower()
+        stops = config.effective_stop_words
+        kept = [
+            k for k, (a, b) in enumerate(zip(starts, ends, strict=True)) if low[a:b] not in stops
+        ]
+        return [hashes[k] for k in kept], [starts[k] for k in kept], [ends[k] for k in kept]
+    toks = tokenize(text, config)
+    return hash_forms(toks.forms, 0).tolist(), list(toks.starts), list(toks.ends)
 
 
 def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedText:
@@ -207,15 +242,15 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
             f"text has {len(text)} characters, more than max_text_chars={cfg.max_text_chars}"
         )
     spans: list[tuple[int, int]] = []
-    units: list[Tokens] = []
-    pending: tuple[int, Tokens] | None = None  # start and tokens of a short unit so far
+    units: list[UnitTokens] = []
+    pending: tuple[int, UnitTokens] | None = None  # start and tokens of a short unit so far
     # Tokenise once and hand each sentence the tokens that start inside it: tokens never
     # cross a sentence boundary (boundaries are punctuation or white space), so this equals
     # tokenising each sentence on its own (tested), at a fraction of the calls.
-    whole = tokenize(text, cfg.text)
+    forms, starts, ends = _hashed_tokens(text, cfg.text)
     for start, end in _line_sentences(text) if cfg.split_lines else sentence_spans(text):
-        lo, hi = bisect.bisect_left(whole.starts, start), bisect.bisect_left(whole.starts, end)
-        toks = Tokens(whole.forms[lo:hi], whole.starts[lo:hi], whole.ends[lo:hi])
+        lo, hi = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
+        toks = UnitTokens(tuple(forms[lo:hi]), tuple(starts[lo:hi]), tuple(ends[lo:hi]))
         if pending is not None:
             start, toks = pending[0], _joined(pending[1], toks)
             pending = None
@@ -232,7 +267,7 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
             spans.append((pending[0], len(text.rstrip())))
             units.append(pending[1])
     terms = tuple(Counter(u.forms) for u in units)
-    return PreparedText(len(text), tuple(spans), terms, tuple(units))
+    return PreparedText(len(text), tuple(spans), terms, tuple(units), text)
 
 
 def _line_sentences(text: str) -> list[tuple[int, int]]:
@@ -254,8 +289,8 @@ def _line_sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _joined(a: Tokens, b: Tokens) -> Tokens:
-    return Tokens(a.forms + b.forms, a.starts + b.starts, a.ends + b.ends)
+def _joined(a: UnitTokens, b: UnitTokens) -> UnitTokens:
+    return UnitTokens(a.forms + b.forms, a.starts + b.starts, a.ends + b.ends)
 
 
 def align_passages(
@@ -323,10 +358,10 @@ def _summary(passages: list[AlignedPassage], source_length: int) -> AlignedPassa
     return AlignedPassage(a, b - a, 0, source_length, sim)
 
 
-def _tokens_in(side: PreparedText, start: int, end: int) -> tuple[list[str], list[int], list[int]]:
+def _tokens_in(side: PreparedText, start: int, end: int) -> tuple[list[int], list[int], list[int]]:
     """Forms and spans of the tokens of ``side`` lying inside ``[start, end)``."""
     lo = bisect.bisect_right([s for s, _ in side.spans], start) - 1
-    forms: list[str] = []
+    forms: list[int] = []
     starts: list[int] = []
     ends: list[int] = []
     for k in range(max(lo, 0), len(side.spans)):
@@ -341,11 +376,11 @@ def _tokens_in(side: PreparedText, start: int, end: int) -> tuple[list[str], lis
     return forms, starts, ends
 
 
-def common_runs(a: Sequence[str], b: Sequence[str], min_tokens: int) -> list[tuple[int, int, int]]:
+def common_runs(a: Sequence[int], b: Sequence[int], min_tokens: int) -> list[tuple[int, int, int]]:
     """Maximal runs of equal tokens ``a[i - n + 1 : i + 1] == b[j - n + 1 : j + 1]`` with
     ``n >= min_tokens``, as ``(i_end, j_end, n)`` (inclusive ends), in the order of ``a``.
     O(matching token pairs)."""
-    where: dict[str, list[int]] = {}
+    where: dict[int, list[int]] = {}
     for j, t in enumerate(b):
         where.setdefault(t, []).append(j)
     out: list[tuple[int, int, int]] = []
@@ -358,6 +393,35 @@ def common_runs(a: Sequence[str], b: Sequence[str], min_tokens: int) -> list[tup
         prev = cur
     out.extend((len(a) - 1, j, n) for j, n in prev.items() if n >= min_tokens)
     return sorted(out)
+
+
+_ENDS = frozenset(".!?\n")
+_CLOSERS = frozenset("\"')]}\u201d\u2019")
+
+
+def _equal_edges(
+    a_text: str, a: tuple[int, int], b_text: str, b: tuple[int, int]
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Widen two matching spans over the characters equal on both sides around them (stop
+    words and punctuation the token runs leave out) within their sentences, never over outer
+    white space: the copy ends where the two texts stop being equal, or at a full stop."""
+    (s1, e1), (s2, e2) = a, b
+    while s1 > 0 and s2 > 0 and a_text[s1 - 1] == b_text[s2 - 1] and a_text[s1 - 1] not in _ENDS:
+        s1, s2 = s1 - 1, s2 - 1
+    while e1 < len(a_text) and e2 < len(b_text) and a_text[e1] == b_text[e2]:
+        e1, e2 = e1 + 1, e2 + 1
+        if a_text[e1 - 1] in _ENDS:  # a full stop ends it, with its dots and closing quotes
+            while (
+                e1 < len(a_text) and e2 < len(b_text) and a_text[e1] == b_text[e2]
+                and (a_text[e1] in _CLOSERS or a_text[e1] in ".!?")
+            ):  # fmt: skip
+                e1, e2 = e1 + 1, e2 + 1
+            break
+    while s1 < e1 and a_text[s1].isspace():
+        s1, s2 = s1 + 1, s2 + 1
+    while e1 > s1 and a_text[e1 - 1].isspace():
+        e1, e2 = e1 - 1, e2 - 1
+    return (s1, e1), (s2, e2)
 
 
 def _verbatim(
@@ -374,8 +438,10 @@ def _verbatim(
         a_forms, a_starts, a_ends = _tokens_in(model.susp, p.this_offset, p.this_end)
         b_forms, b_starts, b_ends = _tokens_in(model.src, p.source_offset, p.source_end)
         for i, j, n in common_runs(a_forms, b_forms, cfg.verbatim_min_tokens):
-            this = (a_starts[i - n + 1], a_ends[i])
-            src = (b_starts[j - n + 1], b_ends[j])
+            this, src = _equal_edges(
+                model.susp.text, (a_starts[i - n + 1], a_ends[i]),
+                model.src.text, (b_starts[j - n + 1], b_ends[j]),
+            )  # fmt: skip
             size = min(this[1] - this[0], src[1] - src[0])
             verbatim = verbatim or size >= cfg.verbatim_min_chars
             if size >= cfg.min_passage_chars:
@@ -428,7 +494,7 @@ class _PairModel:
 
     def __init__(self, susp: PreparedText, src: PreparedText) -> None:
         self.susp, self.src = susp, src
-        df: Counter[str] = Counter()
+        df: Counter[int] = Counter()
         for counts in (*susp.terms, *src.terms):
             df.update(counts.keys())
         n_units = len(susp) + len(src)
@@ -437,7 +503,7 @@ class _PairModel:
         self.susp_vecs = [self._weights(c) for c in susp.terms]
         self.src_vecs = [self._weights(c) for c in src.terms]
 
-    def _weights(self, counts: Counter[str]) -> dict[str, float]:
+    def _weights(self, counts: Counter[int]) -> dict[int, float]:
         return {t: n * self.isf[t] for t, n in counts.items()}
 
     def similar_units(
@@ -507,7 +573,7 @@ class _SparseRows:
     """Units of one side as sparse rows over the shared terms (CSR), with each unit's full
     vector norm and its number of distinct terms (all terms, shared or not)."""
 
-    def __init__(self, vecs: Sequence[dict[str, float]], col: dict[str, int]) -> None:
+    def __init__(self, vecs: Sequence[dict[int, float]], col: dict[int, int]) -> None:
         ptr = [0]
         ids: list[int] = []
         vals: list[float] = []
@@ -577,8 +643,8 @@ def _block_products(
     return rows, cols, dot.astype(np.float64), inter.astype(np.float64)
 
 
-def _sum_vecs(vecs: Sequence[dict[str, float]]) -> dict[str, float]:
-    total: dict[str, float] = {}
+def _sum_vecs(vecs: Sequence[dict[int, float]]) -> dict[int, float]:
+    total: dict[int, float] = {}
     for v in vecs:
         for t, x in v.items():
             total[t] = total.get(t, 0.0) + x
@@ -742,10 +808,10 @@ def _ngram_share(
 
 def _range_tokens(
     side: PreparedText, rng: tuple[int, int]
-) -> tuple[list[str], list[int], list[int], int, int]:
+) -> tuple[list[int], list[int], list[int], int, int]:
     """Tokens of units ``rng`` concatenated, the first unit's token count and the index where
     the last unit's tokens begin."""
-    forms: list[str] = []
+    forms: list[int] = []
     starts: list[int] = []
     ends: list[int] = []
     for k in range(rng[0], rng[1] + 1):
