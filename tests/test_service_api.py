@@ -335,3 +335,51 @@ def test_origin_state_is_saved_at_shutdown_and_continued(
                 assert "rebuilt from the log" in (damaged._origin.checkpoint_note or "")
         finally:
             damaged.close()
+
+
+def test_the_page_shows_what_neardup_origin_prints_for_the_same_stream(
+    tmp_path: Path, reuters_docs: list[dict[str, Any]]
+) -> None:
+    """One engine: the service's report of each stored article is the row ``neardup origin``
+    prints for the same articles in the same order, with the same table size."""
+    import json as json_module
+
+    from click.testing import CliRunner
+
+    from neardup.cli import cli
+
+    docs = with_text(reuters_docs, 150)
+    docs.append(
+        {
+            "id": "patch",
+            "text": docs[3]["text"][:600] + " Brand new words. " + docs[90]["text"][:600],
+        }
+    )
+    settings = ServiceSettings(store=f"sqlite:///{tmp_path / 'p.db'}")
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        "".join(json_module.dumps({"id": d["id"], "text": d["text"]}) + "\n" for d in docs)
+    )
+    result = CliRunner().invoke(
+        cli, ["origin", str(path), "--memory", f"{settings.origin_memory_bytes}B"]
+    )
+    assert result.exit_code == 0, result.output
+    printed = {r["id"]: r for r in map(json_module.loads, result.stdout.splitlines())}
+    with TestClient(create_app(settings)) as client:
+        assert client.post("/v1/documents", json=docs).status_code == 200
+        for doc in docs[::10] + [docs[-1]]:
+            served = client.post("/v1/origin", json={"id": doc["id"]}).json()
+            row = printed[doc["id"]]
+            assert {k: served[k] for k in row if k != "segments"} == {
+                k: v for k, v in row.items() if k != "segments"
+            }
+            assert [{k: s[k] for k in ("start", "end", "origin")} for s in served["segments"]] == (
+                row["segments"]
+            )
+        assert printed["patch"]["copied_fraction"] > 0.5
+        aligned = client.post("/v1/align", json={"id": "patch", "source": docs[90]["id"]}).json()
+    assert len(aligned["passages"]) == 1
+    p = aligned["passages"][0]
+    assert (
+        docs[-1]["text"][p["this_offset"] : p["this_offset"] + p["this_length"]] in docs[90]["text"]
+    )

@@ -38,6 +38,7 @@ from neardup.detect.resultset import dedup_result_set
 from neardup.errors import InputError, NearDupError, NotFoundError
 from neardup.records import Article
 from neardup.service.settings import ServiceSettings
+from neardup.similarity import align_passages
 from neardup.sketch import Signature, sign
 
 __all__ = ["Backend", "LibraryBackend", "open_backend", "plain"]
@@ -87,6 +88,8 @@ class Backend(Protocol):
     def event(self, event_id: str) -> dict[str, Any]: ...
 
     def origin(self, doc_id: str | None, text: str | None) -> dict[str, Any]: ...
+
+    def align(self, doc_id: str, source_id: str) -> dict[str, Any]: ...
 
     def health(self) -> dict[str, Any]: ...
 
@@ -309,6 +312,24 @@ class LibraryBackend:
         for seg in report["segments"]:
             seg["copied"] = seg["origin"] is not None and seg["origin"] != own
         return self._with_titles(report)
+
+    def align(self, doc_id: str, source_id: str) -> dict[str, Any]:
+        """The passages of stored article ``doc_id`` taken from stored ``source_id``
+        (:func:`neardup.similarity.align_passages`), as character spans on both sides."""
+        row, source = self._row(doc_id), self._row(source_id)
+        passages = align_passages(source.text or "", row.text or "")
+        return {
+            "id": row.id,
+            "source": source.id,
+            "passages": [p.to_dict() for p in passages],
+            "origins": {
+                source.id: {
+                    "title": source.title,
+                    "date": _iso_from_us(source.date_us),
+                    "source": source.source,
+                }
+            },
+        }
 
     def _follower(self) -> StoreFollower:
         if self._origin is None:
