@@ -392,7 +392,7 @@ _SENTENCES = _real_sentences()
 def test_a_new_sentence_between_two_copied_paragraphs_splits_the_passage(
     articles: list[str],
 ) -> None:
-    source, host = _unrelated_pair(articles, 20)
+    source, _ = _unrelated_pair(articles, 20)
     a1, b1 = _sentence_run(source, 0, 3)
     a2, b2 = _sentence_run(source, 3, 3)
     new = "Meanwhile our own reporter walked along the frozen river and met nobody at all."

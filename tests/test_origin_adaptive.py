@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from neardup.cli import cli
 from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector
-from neardup.similarity.spans import document_tokens
 from neardup.detect.origin.table import BucketTable, Probe, entry_bytes
 from neardup.errors import ConfigError
 from neardup.shingles import hash_forms
+from neardup.similarity.spans import document_tokens
 from neardup.text import tokenize
 
 

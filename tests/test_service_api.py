@@ -367,7 +367,7 @@ def test_the_page_shows_what_neardup_origin_prints_for_the_same_stream(
     printed = {r["id"]: r for r in map(json_module.loads, result.stdout.splitlines())}
     with TestClient(create_app(settings)) as client:
         assert client.post("/v1/documents", json=docs).status_code == 200
-        for doc in docs[::10] + [docs[-1]]:
+        for doc in [*docs[::10], docs[-1]]:
             served = client.post("/v1/origin", json={"id": doc["id"]}).json()
             row = printed[doc["id"]]
             assert {k: served[k] for k in row if k != "segments"} == {

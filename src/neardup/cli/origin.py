@@ -279,8 +279,7 @@ def _check_state_config(
     "--bridge-tolerance",
     type=int,
     default=None,
-    help="Bridge partners whose offsets differ by up to this many shingles [preset: 2;"
-    " paper: 0].",
+    help="Bridge partners whose offsets differ by up to this many shingles [preset: 2; paper: 0].",
 )
 @click.option(
     "--edge-extension",
@@ -299,8 +298,7 @@ def _check_state_config(
     "--origin-bytes",
     type=click.IntRange(4, 8),
     default=None,
-    help="Bytes per stored origin (4: streams of up to 2^31 documents; 8) [preset: 4;"
-    " paper: 8].",
+    help="Bytes per stored origin (4: streams of up to 2^31 documents; 8) [preset: 4; paper: 8].",
 )
 @click.option("--seed", type=int, default=None, help="[preset: 0]")
 @click.pass_context

@@ -20,18 +20,34 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
    on each side; it is kept when the cosine of the two spans (sum of their unit vectors)
    exceeds ``validation_cosine``, else it is re-clustered with a gap one smaller (down to 0).
 4. **Boundaries** (our addition, tuned on half of PAN13).  Copies rarely start and end at
-   sentence boundaries, so the first and last unit of a passage are trimmed to the first /
-   last word ``boundary_ngram``-gram found in the other side's span when at least
-   ``verbatim_share`` of the passage's n-grams are shared (a near-verbatim copy), else to the
-   first / last shared word (``boundary_ngram_low``); a boundary moves only when words are
-   dropped, so a copy of whole sentences keeps its exact sentence span.
+   sentence boundaries: on each side the passage starts (ends) at the first (last) token of
+   a word ``boundary_ngram``-gram found in the other side's span (unigrams,
+   ``boundary_ngram_low``, unless ``verbatim_share`` of the passage's n-grams are shared)
+   that opens (closes) a window of ``boundary_window`` tokens at least
+   ``boundary_density`` of which are shared, searched over the whole edge; a boundary moves
+   only when words are dropped, so a copy of whole sentences keeps its sentence span.  A
+   suspicious unit between two seeds that resembles no unit of the source span (best
+   tf-isf cosine <= ``novel_cosine``) cuts the passage: a new sentence between two copied
+   paragraphs ends the first and starts the second.
 5. **Filtering.**  Of two passages overlapping on the suspicious side the one with the higher
    span similarity is kept (ties: the longer); passages shorter than ``min_passage_chars`` on
    either side are dropped.
+6. **Verbatim pairs** (Sanchez-Perez, Gelbukh & Sidorov, "Adaptive Algorithm for Plagiarism
+   Detection: The Best-Performing Approach at PAN 2014 Text Alignment Competition", CLEF
+   2015): when a passage shares a run of equal words (:func:`common_runs`) of at least
+   ``verbatim_min_chars`` with its source, the pair is a verbatim copy and its passages are
+   the shared runs themselves, widened over the characters equal on both sides within the
+   sentence: they end exactly where the copying ends.
+7. **Summaries** (the adaptive summary step of the same papers; Potthast et al., "Overview
+   of the 6th International Competition on Plagiarism Detection", PAN 2014, describes the
+   summary obfuscation): seeds with looser thresholds (``summary_seed_cosine``,
+   ``summary_seed_dice``) are extended with the wide gap ``summary_max_gap_units``; when the
+   source side of the result is at least ``summary_source_ratio`` times its suspicious side,
+   the pair is a summary and is answered with one passage, the hull of the suspicious side,
+   aligned with the whole source.
 
-Optionally (``summary_max_gap_units`` > 0) the paper's adaptive summary mode runs a second
-extension with a wide gap when the passages found are much shorter on the suspicious side than
-on the source side (a summary), and keeps the result with more suspicious characters.
+Terms are the 64-bit hashes of the text stage's forms (:func:`neardup.shingles.hash_forms`);
+ASCII texts take the compiled token path (:mod:`neardup.similarity.spans`).
 
 Guarantees: pure and deterministic (no hashing at all: terms are compared as strings, every
 sort has a total key); approximate in the sense of the paper (a heuristic aligner, measured on
@@ -91,17 +107,14 @@ class AlignmentConfig(Config):
     The defaults were chosen on the tuning half of PAN13 (``docs/eval.md``); the paper's own
     values are ``seed_cosine=0.33, seed_dice=0.33, max_gap_units=4, validation_cosine=0.34,
     min_passage_chars=150`` without boundary trimming (``boundary_ngram=0,
-    boundary_ngram_low=0``).  ``summary_max_gap_units`` > 0 turns on the paper's summary
-    mode: when the suspicious side of the passages found is shorter than
-    ``summary_length_ratio`` times their source side, extension is redone with that gap and
-    kept if it covers more suspicious characters.
+    boundary_ngram_low=0``), and without the verbatim (``verbatim_min_chars=0``) and summary
+    (``summary_max_gap_units=0``) steps.
     """
 
     SCHEME = "alignment"
 
     text: TextConfig = dataclasses.field(default_factory=_default_text_config)
     min_sentence_words: int = 3
-    split_lines: bool = False
     seed_cosine: float = 0.2
     seed_dice: float = 0.25
     max_gap_units: int = 2
@@ -252,7 +265,7 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
     # cross a sentence boundary (boundaries are punctuation or white space), so this equals
     # tokenising each sentence on its own (tested), at a fraction of the calls.
     forms, starts, ends = _hashed_tokens(text, cfg.text)
-    for start, end in _line_sentences(text) if cfg.split_lines else sentence_spans(text):
+    for start, end in sentence_spans(text):
         lo, hi = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
         toks = UnitTokens(tuple(forms[lo:hi]), tuple(starts[lo:hi]), tuple(ends[lo:hi]))
         if pending is not None:
@@ -272,25 +285,6 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
             units.append(pending[1])
     terms = tuple(Counter(u.forms) for u in units)
     return PreparedText(len(text), tuple(spans), terms, tuple(units), text)
-
-
-def _line_sentences(text: str) -> list[tuple[int, int]]:
-    """Sentences, each also cut at line breaks: web pages carry headings, list items and
-    table rows on lines of their own, without a full stop (Sanchez-Perez et al. 2015 mark
-    such line ends as sentence ends too)."""
-    out: list[tuple[int, int]] = []
-    for start, end in sentence_spans(text):
-        piece = start
-        while True:
-            cut = text.find("\n", piece, end)
-            if cut < 0:
-                break
-            if text[piece:cut].strip():
-                out.append((piece, cut))
-            piece = cut + 1
-        if text[piece:end].strip():
-            out.append((piece, end))
-    return out
 
 
 def _joined(a: UnitTokens, b: UnitTokens) -> UnitTokens:

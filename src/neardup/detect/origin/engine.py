@@ -56,9 +56,9 @@ from neardup.detect.origin.persist import load_state, save_state
 from neardup.detect.origin.records import OriginReport, Segment, ShingleOrigins
 from neardup.detect.origin.seen import SeenIds
 from neardup.detect.origin.select import Selection, all_shingles, select, select_positions
-from neardup.similarity.spans import DocumentTokens, document_tokens
 from neardup.detect.origin.table import BucketTable, Probe, UnlimitedTable, make_table
 from neardup.errors import ConflictError, InputError, StoreError
+from neardup.similarity.spans import DocumentTokens, document_tokens
 from neardup.text import TextConfig, Tokens, ensure_text, tokenize
 
 __all__ = ["TEXT_CONFIG", "DocResult", "OriginDetector"]
@@ -344,13 +344,13 @@ class OriginDetector:
             seen = SeenIds(files["seen_hashes"].astype(np.uint64))
             ordinals = files["registry_ordinals"].tolist()
             counts = files["registry_counts"].tolist()
-            registry = {
+            registry: dict[int, list[Any]] = {
                 int(o): [str(i), int(c)] for o, i, c in zip(ordinals, ids, counts, strict=True)
             }
             nxt = int(meta["next"])
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
             raise StoreError(f"origin state {source} is malformed: {exc}") from exc
-        if nxt < 0 or any(not 0 <= o < nxt or c <= 0 for o, (_, c) in registry.items()):
+        if nxt < 0 or any(not 0 <= o < nxt or int(v[1]) <= 0 for o, v in registry.items()):
             raise StoreError(f"origin state {source} is inconsistent (registry vs counter)")
         self = cls(config, reject_repeated_ids=bool(meta["reject_repeated_ids"]))
         if meta.get("id_log"):

@@ -109,7 +109,8 @@ class StoreFollower:
             raise NotFoundError(
                 f"the origin report of {doc_id!r} is no longer held; post its text instead"
             )
-        return json.loads(json.dumps(row))  # a copy the caller may change
+        copied: dict[str, Any] = json.loads(json.dumps(row))  # a copy the caller may change
+        return copied
 
     def peek(self, text: str, doc_id: str = "query") -> OriginReport:
         """The report of ``text`` (as document ``doc_id``) against every article streamed so

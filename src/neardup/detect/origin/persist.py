@@ -54,7 +54,7 @@ def save_state(path: str | os.PathLike[str], arrays: dict[str, Any]) -> None:
     tmp = target.with_name(f"{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         with open(tmp, "wb") as fh:
-            np.savez(fh, **plain)
+            np.savez(fh, **plain)  # type: ignore[arg-type]  # (numpy's stub: names -> arrays)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)

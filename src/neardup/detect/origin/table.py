@@ -164,10 +164,10 @@ def _move(
 
 @numba.njit(cache=True)
 def _to_back(
-    slot: int,
-    head: int,
-    n: int,
-    base: int,
+    slot: Any,
+    head: Any,
+    n: Any,
+    base: Any,
     bsize: int,
     wide: bool,
     tag_hi: U16,
@@ -207,8 +207,8 @@ def _to_back(
 
 @numba.njit(cache=True)
 def _loose_victim(
-    oldest: bool, head: int, n: int, base: int, bsize: int, origin: I64, rng: U64
-) -> int:  # pragma: no cover - numba
+    oldest: bool, head: Any, n: Any, base: Any, bsize: int, origin: I64, rng: U64
+) -> Any:  # pragma: no cover - numba
     """Physical slot of a loose entry of a full bucket that holds one: the oldest in queue
     order (``oldest``, LRU) or the first from a random slot on."""
     start = 0 if oldest else np.int64(next_random(rng) % np.uint64(n))
@@ -456,6 +456,19 @@ class BucketTable:
     mask of the fingerprints it lost (8 bytes), so a probe tells whether a missing
     fingerprint may have been lost (``Hits.maybe_lost``) or was certainly never stored."""
 
+    # the arrays (structure of arrays; sizes in ``_layout``)
+    tag_hi: npt.NDArray[Any]
+    tag_lo: npt.NDArray[Any]
+    origin: npt.NDArray[Any]
+    offset: U8
+    prev: U8
+    next: U8
+    score: U8
+    fill: U8
+    loose: U8
+    lost: U64
+    rng: U64
+
     def __init__(self, config: OriginConfig, arrays: dict[str, Any] | None = None) -> None:
         if config.memory_bytes is None:
             raise CapacityError("BucketTable needs memory_bytes; use UnlimitedTable for None")
@@ -547,7 +560,7 @@ class BucketTable:
         used = np.arange(self.capacity) % bsize < np.repeat(
             np.minimum(self.fill, bsize).astype(np.int64), bsize
         )
-        return (self.origin[used].astype(np.int64)) >> 1
+        return np.asarray(self.origin[used], dtype=np.int64) >> 1
 
     def probe(
         self,
