@@ -501,8 +501,16 @@ class _PairModel:
         self.isf = {t: math.log(n_units / f) for t, f in sorted(df.items())}
         self.susp_vecs = [self._weights(c) for c in susp.terms]
         self.src_vecs = [self._weights(c) for c in src.terms]
-        self.susp_unit_vecs = [_unit(v) for v in self.susp_vecs]
-        self.src_unit_vecs = [_unit(v) for v in self.src_vecs]
+        self._unit_cache: dict[tuple[int, int], dict[int, float]] = {}
+
+    def unit_vec(self, side: int, k: int) -> dict[int, float]:
+        """Unit ``k``'s tf-isf vector scaled to length 1 (side 0: suspicious, 1: source)."""
+        key = (side, k)
+        vec = self._unit_cache.get(key)
+        if vec is None:
+            vec = _unit((self.susp_vecs if side == 0 else self.src_vecs)[k])
+            self._unit_cache[key] = vec
+        return vec
 
     def _weights(self, counts: Counter[int]) -> dict[int, float]:
         return {t: n * self.isf[t] for t, n in counts.items()}
@@ -729,15 +737,18 @@ def _split_at_novel(
     lost more recall than it gained precision on the tuning half.)"""
     if threshold <= 0.0:
         return [group]
-    src = model.src_unit_vecs[src_range[0] : src_range[1] + 1]
+    ordered = sorted(group)
+    gaps = [u for a, b in itertools.pairwise(ordered) for u in range(a[0] + 1, b[0])]
+    if not gaps:
+        return [group]
+    src = [model.unit_vec(1, v) for v in range(src_range[0], src_range[1] + 1)]
     novel = {
         u
-        for u in range(susp_range[0], susp_range[1] + 1)
-        if max((_dot(model.susp_unit_vecs[u], v) for v in src), default=0.0) <= threshold
+        for u in gaps
+        if max((_dot(model.unit_vec(0, u), v) for v in src), default=0.0) <= threshold
     }
     if not novel:
         return [group]
-    ordered = sorted(group)
     parts: list[list[tuple[int, int]]] = [[ordered[0]]]
     for prev, seed in itertools.pairwise(ordered):
         if any(u in novel for u in range(prev[0] + 1, seed[0])):
