@@ -129,7 +129,7 @@ class AlignmentConfig(Config):
     summary_seed_dice: float = 0.33
     trim_whole_units: bool = True
     novel_cosine: float = 0.1
-    boundary_window: int = 6
+    boundary_window: int = 4
     boundary_density: float = 0.5
     verbatim_min_chars: int = 256
     verbatim_min_tokens: int = 3
