@@ -1,7 +1,10 @@
 """Origin detection (seed 004): throughput per core and resident memory vs the table size.
 
-1. Throughput of NHs + Lucky + BE (the paper's best) on the Reuters-21578 stream (all
-   documents with text, in order), per core (CPU time of this process) and wall clock:
+1. Throughput of the default configuration (adaptive: exact while the table has room) and
+   of the paper's NHs + Lucky + BE on the Reuters-21578 stream (all documents with text, in
+   order), per core (CPU time of this process) and wall clock, in ``--rounds`` rounds that
+   alternate the contenders (the median round is reported), with the machine's speed taken
+   before and after by a yardstick (the ``simhash`` package, as ``bench_ingest.py`` does):
    * engine only: token hashes precomputed (selection + table + estimation + outputs);
    * end to end: text -> tokens (``neardup.text.tokenize``) -> hashes -> engine -> report
      with character spans, i.e. what ``OriginDetector.process`` does.
@@ -19,7 +22,7 @@
    configured table size, and the id registry's size (``sys.getsizeof``).  Ids are not
    tracked (``reject_repeated_ids=False``); the cost of tracking them is measured separately.
 
-Run:  /work/venv/bin/python benchmarks/bench_origin.py [--memory 100MB]
+Run:  python benchmarks/bench_origin.py [--memory 100MB] [--rounds 3] [--memory-runs '']
 Writes benchmarks/results/origin.json.  Bounded: about 1-2 minutes on an idle core.
 """
 
@@ -33,7 +36,6 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,27 +44,15 @@ import numpy as np
 from _common import machine, read_reuters, save
 from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector, parse_memory
 from neardup.detect.origin.seen import SeenIds
-from neardup.shingles import hash_forms, mix64
+from neardup.shingles import hash_forms, mix64, token_hashes
 from neardup.text import tokenize
 
-# the small-memory recommendations of docs/origin.md and a table size where each applies
-# (0.3 % and 0.1 % of the evaluation copy stream's shingles at 18 B are 0.18 MB and 0.06 MB)
+# the presets at small tables (0.3 % and 0.1 % of the evaluation copy stream's shingles at
+# 18 B are 0.18 MB and 0.06 MB)
 SMALL_MEMORY = (
-    (
-        OriginConfig(
-            eviction="lru", estimation="b", bridge_limit=255, bridge_tolerance=2,
-            edge_extension=1, fingerprint_bytes=3, origin_bytes=4,
-        ),
-        "180KB",
-    ),
-    (
-        OriginConfig(
-            lucky_limit=3, lucky_every=5, estimation="b", bridge_limit=255, bridge_tolerance=2,
-            edge_extension=2, fingerprint_bytes=3, origin_bytes=4,
-        ),
-        "60KB",
-    ),
-)  # fmt: skip
+    (OriginConfig.preset("balanced", 180_000), "balanced, 180KB"),
+    (OriginConfig.preset("small-memory", 60_000), "small-memory, 60KB"),
+)
 
 
 def rss_bytes() -> int:
@@ -155,14 +145,30 @@ def load() -> tuple[list[tuple[str, str]], list[Any]]:
     return docs, hashes
 
 
+def machine_speed(docs: list[tuple[str, str]], n: int = 4000) -> float:
+    """The ``simhash`` package (SimhashIndex k=3, pure Python) on the first ``n`` documents,
+    in documents per CPU-second: the yardstick of this machine's speed in this run (as
+    ``bench_ingest.py`` records it), so figures from a loaded machine can be compared."""
+    from simhash import Simhash, SimhashIndex
+
+    index = SimhashIndex([], k=3)
+    c0 = time.process_time()
+    for doc_id, text in docs[:n]:
+        sh = Simhash(text)
+        if not index.get_near_dups(sh):
+            index.add(doc_id, sh)
+    return n / (time.process_time() - c0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memory", default="100MB", help="table size for the throughput runs")
     parser.add_argument("--tokens", type=int, default=10_000_000)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating throughput rounds")
     parser.add_argument(
         "--memory-runs",
         default="20MB:memory,20MB:disk,100MB:disk",
-        help="table size:where origin ids live (memory = registry, disk = id log)",
+        help="table size:where origin ids live (memory = registry, disk = id log); '' skips",
     )
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -180,16 +186,19 @@ def main() -> None:
     memory = parse_memory(args.memory)
     docs, hashes = load()
     n_tokens = sum(h.shape[0] for h in hashes)
-    best = OriginConfig(memory_bytes=memory)
-    # warm the numba kernels (cached on disk, but loading counts once)
-    warm = OriginDetector(best)
-    for i, (_, text) in enumerate(docs[:50]):
-        warm.process(f"w{i}", text)
+    best = OriginConfig(memory_bytes=memory)  # the default: adaptive, exact while it fits
+    paper = OriginConfig.paper(memory_bytes=memory)  # the paper's NHs+LS+BE
+    # warm the numba kernels (cached on disk, but loading counts once) and the token tables
+    for cfg in (best, paper):
+        warm = OriginDetector(cfg)
+        for i, (_, text) in enumerate(docs):
+            warm.process(f"w{i}", text)
     OriginDetector(OriginConfig.reference()).process("w", docs[0][1])
 
     out: dict[str, Any] = {
-        "machine": machine(("neardup", "numpy", "numba", "xxhash")),
+        "machine": machine(("neardup", "numpy", "numba", "xxhash", "simhash")),
         "stream": {"documents": len(docs), "tokens": n_tokens},
+        "table_bytes": memory,
     }
 
     def engine(cfg: OriginConfig) -> None:
@@ -197,47 +206,63 @@ def main() -> None:
         for (doc_id, _), th in zip(docs, hashes, strict=True):
             det.process_hashes(doc_id, th)
 
-    def end_to_end() -> None:
-        det = OriginDetector(best, reject_repeated_ids=False)
+    def end_to_end(cfg: OriginConfig) -> None:
+        det = OriginDetector(cfg)
         for doc_id, text in docs:
             det.process(doc_id, text)
 
     def tokenize_only() -> None:
         for _, text in docs:
-            hash_forms(tokenize(text, TEXT_CONFIG).forms, 0)
+            token_hashes(text, TEXT_CONFIG, 0)
 
-    rows = {}
-    small = [  # the small-memory recommendations (docs/origin.md), at small tables
-        (f"{c.label} engine only, {size}", replace(c, memory_bytes=parse_memory(size)))
-        for c, size in SMALL_MEMORY
-    ]
-    for name, fn in (
-        ("NHs+LS+BE engine only", lambda: engine(best)),
-        ("NHs+LS+BE end to end", end_to_end),
-        ("tokenize + hash only", tokenize_only),
+    small = [(f"preset {name} engine only", c) for c, name in SMALL_MEMORY]
+    jobs: list[tuple[str, Any]] = [
+        ("default end to end (OriginDetector.process)", lambda: end_to_end(best)),
+        ("default engine only (token hashes given)", lambda: engine(best)),
+        ("paper NHs+LS+BE end to end", lambda: end_to_end(paper)),
+        ("paper NHs+LS+BE engine only", lambda: engine(paper)),
+        ("token hashes only (neardup.shingles.token_hashes)", tokenize_only),
         ("exact dict (reference mode) engine only", lambda: engine(OriginConfig.reference())),
         *((label, lambda cfg=cfg: engine(cfg)) for label, cfg in small),
-    ):
-        wall, cpu = timed(fn)
+    ]
+    cpu: dict[str, list[float]] = {name: [] for name, _ in jobs}
+    wall: dict[str, list[float]] = {name: [] for name, _ in jobs}
+    speed = [machine_speed(docs)]
+    for _ in range(args.rounds):  # alternate the contenders, so load changes hit them alike
+        for name, fn in jobs:
+            w, c = timed(fn)
+            cpu[name].append(c)
+            wall[name].append(w)
+    speed.append(machine_speed(docs))
+    rows = {}
+    for name, _ in jobs:
+        c = sorted(cpu[name])[len(cpu[name]) // 2]  # the median round
+        w = sorted(wall[name])[len(wall[name]) // 2]
         rows[name] = {
-            "wall_s": wall,
-            "cpu_s": cpu,
-            "tokens_per_s_wall": n_tokens / wall,
-            "tokens_per_cpu_s": n_tokens / cpu,
+            "cpu_s_rounds": cpu[name],
+            "wall_s_rounds": wall[name],
+            "tokens_per_cpu_s": n_tokens / c,
+            "tokens_per_s_wall": n_tokens / w,
         }
         print(
-            f"{name:42s} {n_tokens / cpu / 1e6:6.2f} M tokens per CPU-second"
-            f" ({n_tokens / wall / 1e6:5.2f} M/s wall)",
+            f"{name:62s} {n_tokens / c / 1e6:6.2f} M tokens per CPU-second"
+            f" ({n_tokens / w / 1e6:5.2f} M/s wall)",
             flush=True,
         )
     ref = rows["exact dict (reference mode) engine only"]["tokens_per_cpu_s"]
     for row in rows.values():
         row["ratio_vs_exact_dict"] = row["tokens_per_cpu_s"] / ref
     out["throughput"] = rows
+    out["machine_speed_simhash_pkg_docs_per_cpu_s_before_after"] = speed
+    print(
+        f"machine speed (simhash package, documents per CPU-second) before/after: {speed[0]:.0f}"
+        f" / {speed[1]:.0f}; load average {out['machine'].get('loadavg')}",
+        flush=True,
+    )
 
     # --- resident memory over a replicated 10 M-token stream, each size in a fresh process ---
     out["memory"] = []
-    for job in args.memory_runs.split(","):
+    for job in filter(None, args.memory_runs.split(",")):
         child = subprocess.run(
             [sys.executable, __file__, "--memory-child", job, "--tokens", str(args.tokens)],
             capture_output=True,

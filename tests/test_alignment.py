@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from neardup.errors import ConfigError, InputTooLargeError, InputTypeError
 from neardup.evaluation.alignment import PanCase, pair_split, pan_measures
+from neardup.shingles import hash_forms
 from neardup.similarity import (
     AlignedPassage,
     AlignmentConfig,
@@ -30,6 +31,7 @@ from neardup.similarity import (
     unit_pairs,
 )
 from neardup.similarity import alignment as alignment_module
+from neardup.similarity.alignment import common_runs
 from neardup.text import sentence_spans, tokenize
 
 # --- real text fixtures ------------------------------------------------------------------------
@@ -333,7 +335,7 @@ def test_units_equal_tokenising_each_unit_alone(reuters_docs: list[dict[str, Any
         prepared = prepare_text(text)
         for (a, b), toks in zip(prepared.spans, prepared.tokens, strict=True):
             alone = tokenize(text[a:b], AlignmentConfig().text)
-            assert toks.forms == alone.forms
+            assert toks.forms == tuple(hash_forms(alone.forms, 0).tolist())
             assert toks.starts == tuple(s + a for s in alone.starts)
             assert toks.ends == tuple(e + a for e in alone.ends)
             assert Counter(toks.forms) == prepared.terms[prepared.spans.index((a, b))]
@@ -382,3 +384,46 @@ def _real_sentences() -> list[str]:
 
 
 _SENTENCES = _real_sentences()
+
+
+# --- copies end where copying ends ----------------------------------------------------------
+
+
+def test_a_new_sentence_between_two_copied_paragraphs_splits_the_passage(
+    articles: list[str],
+) -> None:
+    source, _ = _unrelated_pair(articles, 20)
+    a1, b1 = _sentence_run(source, 0, 3)
+    a2, b2 = _sentence_run(source, 3, 3)
+    new = "Meanwhile our own reporter walked along the frozen river and met nobody at all."
+    suspicious = source[a1:b1] + " " + new + " " + source[a2:b2]
+    got = align_passages(source, suspicious)
+    spans = [(p.this_offset, p.this_end, p.source_offset, p.source_end) for p in got]
+    second = len(source[a1:b1]) + len(new) + 2
+    assert spans == [(0, b1 - a1, a1, b1), (second, second + b2 - a2, a2, b2)]
+    start = suspicious.index(new)
+    assert all(not (p.this_offset < start + len(new) and start < p.this_end) for p in got)
+
+
+def _runs_brute(a: list[int], b: list[int], n: int) -> list[tuple[int, int, int]]:
+    out = []
+    for i in range(len(a)):
+        for j in range(len(b)):
+            if a[i] != b[j] or (i + 1 < len(a) and j + 1 < len(b) and a[i + 1] == b[j + 1]):
+                continue  # not the end of a maximal run
+            k = 0
+            while i - k >= 0 and j - k >= 0 and a[i - k] == b[j - k]:
+                k += 1
+            if k >= n:
+                out.append((i, j, k))
+    return sorted(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), max_size=40),
+    st.lists(st.integers(0, 4), max_size=40),
+    st.integers(1, 4),
+)
+def test_common_runs_equal_a_brute_force_oracle(a: list[int], b: list[int], n: int) -> None:
+    assert common_runs(a, b, n) == _runs_brute(a, b, n)

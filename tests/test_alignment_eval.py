@@ -114,8 +114,8 @@ def test_real_pan13_slice_quality(pan13: Path) -> None:
     scores = evaluate_alignment(pan13, method="passages", split="test", limit=20)
     for cat in ("02-no-obfuscation", "03-random-obfuscation"):
         assert scores[cat].pairs == 20
-        assert scores[cat].f1 >= 0.8, (cat, scores[cat])
-        assert scores[cat].plagdet is not None and scores[cat].plagdet >= 0.7
+        assert scores[cat].plagdet is not None and scores[cat].plagdet >= 0.8, (cat, scores[cat])
+        assert scores[cat].granularity is not None and scores[cat].granularity <= 1.05
     origin = evaluate_alignment(pan13, method="origin", split="test", limit=20)
     assert scores["03-random-obfuscation"].recall > origin["03-random-obfuscation"].recall + 0.3
 

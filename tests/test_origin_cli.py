@@ -93,7 +93,7 @@ def test_bad_lines_skip_and_stop(tmp_path: Path) -> None:
 
 def test_memory_too_small(tmp_path: Path) -> None:
     path = write(tmp_path / "in.jsonl", [{"id": "a", "text": BASE}])
-    result = CliRunner().invoke(cli, ["origin", str(path), "--memory", "1000B"])
+    result = CliRunner().invoke(cli, ["origin", str(path), "--memory", "500B"])
     assert "too small for one bucket" in str(result.exception)
     result = CliRunner().invoke(cli, ["origin", str(path), "--memory", "lots"])
     assert "not like 100MB" in str(result.exception)

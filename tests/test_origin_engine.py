@@ -121,17 +121,19 @@ def test_segments_map_back_to_the_copied_text(reuters_docs: list[dict[str, Any]]
 @pytest.mark.parametrize(
     "cfg",
     [
-        OriginConfig(memory_bytes=60_000),
-        OriginConfig(memory_bytes=60_000, eviction="random", estimation="nb"),
-        OriginConfig(memory_bytes=60_000, eviction="lru", estimation="e", selection="winnowing"),
-        OriginConfig(
+        OriginConfig.paper(memory_bytes=60_000),
+        OriginConfig.paper(memory_bytes=60_000, eviction="random", estimation="nb"),
+        OriginConfig.paper(
+            memory_bytes=60_000, eviction="lru", estimation="e", selection="winnowing"
+        ),
+        OriginConfig.paper(
             memory_bytes=60_000,
             eviction="copycount",
             estimation="b",
             selection="dct",
             no_overlap=False,
         ),
-        OriginConfig(
+        OriginConfig.paper(
             memory_bytes=20_000,
             lucky_limit=3,
             lucky_every=3,
@@ -167,7 +169,7 @@ def test_save_reload_continues_the_stream(
 
 def test_bounded_table_finds_most_copies(reuters_docs: list[dict[str, Any]]) -> None:
     stream, planted = planted_stream(reuters_docs)
-    det = OriginDetector(OriginConfig(memory_bytes=2_000_000))
+    det = OriginDetector(OriginConfig.paper(memory_bytes=2_000_000))
     hit = 0
     for doc_id, text in stream:
         rep = det.process(doc_id, text)
@@ -179,7 +181,7 @@ def test_bounded_table_finds_most_copies(reuters_docs: list[dict[str, Any]]) -> 
 
 
 def test_bad_and_edge_input(tmp_path: Path) -> None:
-    det = OriginDetector(OriginConfig(memory_bytes=100_000))
+    det = OriginDetector(OriginConfig.paper(memory_bytes=100_000))
     empty = det.process("e", "")
     assert (empty.tokens, empty.fresh_tokens, empty.copied_fraction, empty.segments) == (
         0,
@@ -231,7 +233,7 @@ def test_id_log_gives_the_same_output(reuters_docs: list[dict[str, Any]], tmp_pa
     """Origins resolved from the on-disk id log equal the in-memory registry's, also across
     a save and reload (ids logged after the save are dropped on reload)."""
     stream, _ = planted_stream(reuters_docs, n=300)
-    cfg = OriginConfig(memory_bytes=60_000)
+    cfg = OriginConfig.paper(memory_bytes=60_000)
     in_memory = OriginDetector(cfg)
     memory = [in_memory.process(i, t).to_dict() for i, t in stream]
     half = len(stream) // 2
@@ -256,7 +258,7 @@ def test_packed_entries_give_the_papers_results_at_equal_capacity(
     and the same evictions) packed entries give identical reports, unless a fingerprint
     falsely matches on its fewer stored bits (not on this stream)."""
     stream, _ = planted_stream(reuters_docs, n=300)
-    paper = OriginConfig(estimation="b", lucky_limit=3, lucky_every=3, bridge_limit=255)
+    paper = OriginConfig.paper(estimation="b", lucky_limit=3, lucky_every=3, bridge_limit=255)
     packed = dataclasses.replace(
         paper, fingerprint_bytes=fingerprint_bytes, origin_bytes=origin_bytes
     )
@@ -275,7 +277,7 @@ def test_edge_extension_marks_tokens_only(reuters_docs: list[dict[str, Any]]) ->
     """Edge extension adds copied tokens next to found copies but changes neither the
     shingles' origins, the dominant origin nor (so) the table's evolution."""
     stream, _ = planted_stream(reuters_docs, n=300)
-    base = OriginConfig(memory_bytes=30_000, estimation="b", bridge_limit=255)
+    base = OriginConfig.paper(memory_bytes=30_000, estimation="b", bridge_limit=255)
     plain = OriginDetector(base)
     wide = OriginDetector(dataclasses.replace(base, edge_extension=2))
     grew = 0

@@ -46,8 +46,23 @@ def set_hit(
 
 def run(fps: np.ndarray, h: dict[str, np.ndarray], method: int, limit: int = 30) -> list[int]:
     return estimate(
-        OWN, fps, h["found"], h["origin"], h["offset"], h["prev"], h["next"], method, limit
+        OWN,
+        fps,
+        h["found"],
+        h["origin"],
+        h["offset"],
+        h["prev"],
+        h["next"],
+        method,
+        limit,
+        0,
+        lost(fps),
     ).tolist()
+
+
+def lost(fps: np.ndarray) -> np.ndarray:
+    """Every fingerprint may have been lost (the paper's table tracks nothing)."""
+    return np.ones(fps.shape[0], dtype=np.bool_)
 
 
 def figure_1() -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -166,14 +181,20 @@ def test_bridge_tolerance_accepts_small_offset_shifts() -> None:
     set_hit(h, 2, A, 10, 0, 0)
     set_hit(h, 7, A, 14, 0, 0)  # 5 apart in D, 4 apart in the origin: one shingle lost
     assert run(fps, h, BRIDGING).count(A) == 2
-    tol1 = estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 1).tolist()
+    tol1 = estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 1, lost(fps)).tolist()
     assert [j for j, o in enumerate(tol1) if o == A] == [2, 3, 4, 5, 6, 7]
     # shifted by 3: beyond a tolerance of 2; circular distance mod 256 (250 -> 3 is 9)
     h = hits(40)
     set_hit(h, 2, A, 250, 0, 0)
     set_hit(h, 8, A, 3, 0, 0)
-    assert estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 2).tolist().count(A) == 2
-    assert estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 3).tolist().count(A) == 7
+    assert (
+        estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 2, lost(fps)).tolist().count(A)
+        == 2
+    )
+    assert (
+        estimate(OWN, fps, *(h[k] for k in hits(0)), BRIDGING, 30, 3, lost(fps)).tolist().count(A)
+        == 7
+    )
 
 
 def test_extend_edges_labels_neighbours_of_found_copies_only() -> None:
@@ -184,9 +205,9 @@ def test_extend_edges_labels_neighbours_of_found_copies_only() -> None:
     set_hit(h, 10, OWN, 0, 0, 0)  # found, but repeated inside D: no extension from it
     est = run(fps, h, BRIDGING)
     assert [j for j, o in enumerate(est) if o == A] == [3, 4, 5]
-    one = extend_edges(OWN, h["found"], np.array(est), 1).tolist()
+    one = extend_edges(OWN, h["found"], np.array(est), 1, lost(fps)).tolist()
     assert [j for j, o in enumerate(one) if o == A] == [2, 3, 4, 5, 6]
-    two = extend_edges(OWN, h["found"], np.array(est), 2).tolist()
+    two = extend_edges(OWN, h["found"], np.array(est), 2, lost(fps)).tolist()
     assert [j for j, o in enumerate(two) if o == A] == [1, 2, 3, 4, 5, 6, 7]
     assert two[10] == OWN and two[9] == OWN and two[11] == OWN
     assert est == run(fps, h, BRIDGING)  # the input is not modified
@@ -243,9 +264,11 @@ def test_tolerance_and_extension_match_brute_force_on_random_hits() -> None:
         fps = make(m)
         for tol in (0, 1, 2, 127):
             limit = int(rng.integers(2, 40))
-            est = estimate(OWN, fps, found, origin, offset, zeros, zeros, BRIDGING, limit, tol)
+            est = estimate(
+                OWN, fps, found, origin, offset, zeros, zeros, BRIDGING, limit, tol, lost(fps)
+            )
             want = _brute_bridge(found.tolist(), origin.tolist(), offset.tolist(), limit, tol)
             assert est.tolist() == want
             for radius in (1, 2, 5):
-                got = extend_edges(OWN, found, est, radius).tolist()
+                got = extend_edges(OWN, found, est, radius, lost(fps)).tolist()
                 assert got == _brute_extend(found.tolist(), want, radius)

@@ -78,7 +78,7 @@ def test_small_experiment_end_to_end(reuters_docs: list[dict[str, Any]]) -> None
     ref = run_config(prepared, truth, OriginConfig.reference(), 1.0)
     assert ref.do == 1.0 and ref.tf == 1.0 and ref.ssr == 1.0
     mem = memory_for_fraction(0.05, prepared.total_shingles)
-    run = run_config(prepared, truth, OriginConfig(memory_bytes=mem), 0.05)
+    run = run_config(prepared, truth, OriginConfig.paper(memory_bytes=mem), 0.05)
     own = float(np.mean(truth.own_dominant[truth.query]))
     assert own < run.do < 1.0
     assert 0.5 < run.tf < 1.0

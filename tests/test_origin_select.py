@@ -102,15 +102,15 @@ def _positions(th: np.ndarray, cfg: OriginConfig) -> list[int]:
 
 @pytest.mark.parametrize("step", [4, 6, 8])
 def test_every(token_hash_docs: list[np.ndarray], step: int) -> None:
-    cfg = OriginConfig(selection="every", selection_parameter=step, no_overlap=False)
+    cfg = OriginConfig.paper(selection="every", selection_parameter=step, no_overlap=False)
     for th in token_hash_docs:
         assert _positions(th, cfg) == brute_every(th, step)
 
 
 @pytest.mark.parametrize("modulus", [2, 3, 8])
 def test_modulo_and_no_overlap(token_hash_docs: list[np.ndarray], modulus: int) -> None:
-    plain = OriginConfig(selection="modulo", selection_parameter=modulus, no_overlap=False)
-    nm = OriginConfig(selection="modulo", selection_parameter=modulus, no_overlap=True)
+    plain = OriginConfig.paper(selection="modulo", selection_parameter=modulus, no_overlap=False)
+    nm = OriginConfig.paper(selection="modulo", selection_parameter=modulus, no_overlap=True)
     for th in token_hash_docs:
         expected = brute_modulo(th, modulus)
         assert _positions(th, plain) == expected
@@ -119,8 +119,8 @@ def test_modulo_and_no_overlap(token_hash_docs: list[np.ndarray], modulus: int) 
 
 @pytest.mark.parametrize("w", [5, 8, 9])
 def test_winnowing_and_no_overlap(token_hash_docs: list[np.ndarray], w: int) -> None:
-    plain = OriginConfig(selection="winnowing", selection_parameter=w, no_overlap=False)
-    nw = OriginConfig(selection="winnowing", selection_parameter=w, no_overlap=True)
+    plain = OriginConfig.paper(selection="winnowing", selection_parameter=w, no_overlap=False)
+    nw = OriginConfig.paper(selection="winnowing", selection_parameter=w, no_overlap=True)
     for th in token_hash_docs:
         expected = brute_winnowing(th, w)
         assert _positions(th, plain) == expected
@@ -128,8 +128,8 @@ def test_winnowing_and_no_overlap(token_hash_docs: list[np.ndarray], w: int) -> 
 
 
 def test_hailstorm_and_no_overlap(token_hash_docs: list[np.ndarray]) -> None:
-    hs = OriginConfig(selection="hailstorm", no_overlap=False)
-    nhs = OriginConfig(selection="hailstorm", no_overlap=True)
+    hs = OriginConfig.paper(selection="hailstorm", no_overlap=False)
+    nhs = OriginConfig.paper(selection="hailstorm", no_overlap=True)
     for th in token_hash_docs:
         expected = brute_hailstorm(th)
         assert _positions(th, hs) == expected
@@ -164,7 +164,7 @@ def test_no_overlap_keeps_coverage(token_hash_docs: list[np.ndarray]) -> None:
 
 
 def test_all(token_hash_docs: list[np.ndarray]) -> None:
-    cfg = OriginConfig(selection="all", no_overlap=False)
+    cfg = OriginConfig.paper(selection="all", no_overlap=False)
     for th in token_hash_docs:
         assert _positions(th, cfg) == list(range(max(len(th) - K + 1, 0)))
 
@@ -172,7 +172,7 @@ def test_all(token_hash_docs: list[np.ndarray]) -> None:
 @pytest.mark.parametrize("method", ["hashbreak", "dct"])
 @pytest.mark.parametrize("p", [3, 8])
 def test_segment_methods(token_hash_docs: list[np.ndarray], method: str, p: int) -> None:
-    cfg = OriginConfig(selection=method, selection_parameter=p, no_overlap=False)
+    cfg = OriginConfig.paper(selection=method, selection_parameter=p, no_overlap=False)
     fps_seen: dict[tuple[int, ...], int] = {}
     for th in token_hash_docs:
         sel = select(th, cfg)
@@ -208,19 +208,24 @@ def test_ssr_roughly_as_paper(token_hash_docs: list[np.ndarray]) -> None:
     def ratio(cfg: OriginConfig) -> float:
         return sum(len(select(th, cfg)) for th in token_hash_docs) / total
 
-    assert abs(ratio(OriginConfig(no_overlap=False)) - 2 / K) < 0.03
+    assert abs(ratio(OriginConfig.paper(no_overlap=False)) - 2 / K) < 0.03
     assert (
-        abs(ratio(OriginConfig(selection="modulo", selection_parameter=4, no_overlap=False)) - 0.25)
+        abs(
+            ratio(OriginConfig.paper(selection="modulo", selection_parameter=4, no_overlap=False))
+            - 0.25
+        )
         < 0.02
     )
     assert (
         abs(
-            ratio(OriginConfig(selection="winnowing", selection_parameter=8, no_overlap=False))
+            ratio(
+                OriginConfig.paper(selection="winnowing", selection_parameter=8, no_overlap=False)
+            )
             - 2 / 9
         )
         < 0.03
     )
-    assert ratio(OriginConfig()) < ratio(OriginConfig(no_overlap=False))
+    assert ratio(OriginConfig.paper()) < ratio(OriginConfig.paper(no_overlap=False))
 
 
 def brute_dct_fingerprint(values: list[int]) -> int:
@@ -258,7 +263,7 @@ def brute_hashbreak_fingerprint(values: list[int]) -> int:
 
 @pytest.mark.parametrize("method", ["hashbreak", "dct"])
 def test_segment_fingerprints_brute_force(token_hash_docs: list[np.ndarray], method: str) -> None:
-    cfg = OriginConfig(selection=method, selection_parameter=4, no_overlap=False)
+    cfg = OriginConfig.paper(selection=method, selection_parameter=4, no_overlap=False)
     brute = brute_dct_fingerprint if method == "dct" else brute_hashbreak_fingerprint
     checked = 0
     for th in token_hash_docs[:100]:

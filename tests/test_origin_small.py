@@ -17,9 +17,10 @@ from click.testing import CliRunner
 
 from neardup.cli import cli
 from neardup.detect.origin import OriginConfig, OriginDetector
+from neardup.detect.origin.persist import save_state
 from neardup.detect.origin.seen import PENDING, SeenIds
 from neardup.detect.origin.table import BucketTable
-from neardup.errors import ConfigError, ConflictError
+from neardup.errors import ConfigError, ConflictError, StoreError
 from neardup.evaluation.origin import (
     Prepared,
     StreamDoc,
@@ -65,23 +66,27 @@ def test_seen_ids_match_a_set() -> None:
 TEXT = " ".join(f"w{i}" for i in range(40))
 
 
-def test_version_1_state_still_loads(tmp_path: Path) -> None:
-    det = OriginDetector(OriginConfig(memory_bytes=1 << 16))
+def test_states_of_older_versions_are_refused_with_a_message(tmp_path: Path) -> None:
+    det = OriginDetector(OriginConfig.paper(memory_bytes=1 << 16))
     det.process("a", TEXT)
     det.save(tmp_path / "s.npz")
-    # rewrite as a version-1 file: seen ids as a JSON list, no hash array
+    # an older file: no checksum (version 2 and before)
     with np.load(tmp_path / "s.npz") as data:
-        files = {k: data[k] for k in data.files}
+        files = {k: data[k] for k in data.files if k != "checksum"}
+    np.savez(tmp_path / "old.npz", **files)
+    with pytest.raises(StoreError, match="no checksum"):
+        OriginDetector.load(tmp_path / "old.npz")
+    # a checksummed file whose version is not this one's
     meta = json.loads(files["meta"].tobytes())
-    meta["version"] = 1
+    meta["version"] = 2
     files["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    files["seen"] = np.frombuffer(json.dumps(["a"]).encode(), dtype=np.uint8)
-    del files["seen_hashes"]
-    np.savez(tmp_path / "v1.npz", **files)
-    old = OriginDetector.load(tmp_path / "v1.npz")
+    save_state(tmp_path / "v2.npz", files)
+    with pytest.raises(StoreError, match=r"version 2.*rebuild"):
+        OriginDetector.load(tmp_path / "v2.npz")
+    again = OriginDetector.load(tmp_path / "s.npz")
     with pytest.raises(ConflictError):
-        old.process("a", TEXT)
-    assert old.process("b", TEXT).dominant_origin == "a"
+        again.process("a", TEXT)
+    assert again.process("b", TEXT).dominant_origin == "a"
 
 
 def test_cli_keeps_ids_on_disk_without_state(
@@ -109,8 +114,8 @@ def test_cli_keeps_ids_on_disk_without_state(
 
 
 def test_labels_name_the_knobs() -> None:
-    assert OriginConfig().label == "NHs+LS+BE"
-    cfg = OriginConfig(lucky_limit=3, lucky_every=3, estimation="b", bridge_limit=255)
+    assert OriginConfig.paper().label == "NHs+LS+BE"
+    cfg = OriginConfig.paper(lucky_limit=3, lucky_every=3, estimation="b", bridge_limit=255)
     assert cfg.label == "NHs+LS(limit 3, y 3)+B(T 255)"
     ext = dataclasses.replace(
         cfg, bridge_tolerance=2, edge_extension=1, fingerprint_bytes=3, origin_bytes=4
@@ -119,7 +124,7 @@ def test_labels_name_the_knobs() -> None:
     for bad in ({"fingerprint_bytes": 5}, {"origin_bytes": 6}, {"bridge_tolerance": 128},
                 {"edge_extension": -1}, {"fingerprint_bytes": True}):  # fmt: skip
         with pytest.raises(ConfigError):
-            OriginConfig(**bad)  # type: ignore[arg-type]
+            OriginConfig.paper(**bad)  # type: ignore[arg-type]
     assert len({c.label for c in EXTENSION_CANDIDATES}) == len(EXTENSION_CANDIDATES)
 
 
@@ -144,13 +149,13 @@ def test_breakdown_and_tuning_agree_with_direct_scores(
     docs = [StreamDoc(d["id"], d["text"], d["date"]) for d in reuters_docs if d["text"]][:300]
     prepared = prepare(copy_stream(docs, seed=0))
     truth = ground_truth(prepared, query_docs=200)
-    cfg = OriginConfig(lucky_limit=2, estimation="b")
+    cfg = OriginConfig.paper(lucky_limit=2, estimation="b")
     fraction = 0.02
     b = error_breakdown(prepared, truth, cfg, fraction)
     direct = run_config(
         prepared,
         truth,
-        OriginConfig(
+        OriginConfig.paper(
             lucky_limit=2,
             estimation="b",
             memory_bytes=memory_for_fraction(fraction, prepared.total_shingles),
@@ -179,7 +184,7 @@ def test_breakdown_and_tuning_agree_with_direct_scores(
     assert 0 <= b["copied_runs_untouched"] <= 100 and 0 <= b["missed_in_untouched_runs"] <= 100
     tuning, held_out = split_query(truth)
     assert tuning.shape[0] + held_out.shape[0] == 200 and tuning[-1] < held_out[0]
-    candidates = [cfg, OriginConfig(eviction="random", estimation="nb")]
+    candidates = [cfg, OriginConfig.paper(eviction="random", estimation="nb")]
     result = tune(prepared, truth, fractions=(fraction,), candidates=candidates)
     runs = result[str(fraction)]["runs"]
     assert runs[0]["all"]["tf"] == pytest.approx(b["tf"])
@@ -210,7 +215,7 @@ def test_insert_modulo_stores_only_the_sample(
 ) -> None:
     """Only sampled fingerprints are stored; the id registry still counts exactly the stored
     entries per origin (so an evicted origin's id is freed, never looked up after)."""
-    cfg = OriginConfig(memory_bytes=20 * (64 * 18 + 1), insert_modulo=insert_modulo)
+    cfg = OriginConfig.paper(memory_bytes=20 * (64 * 18 + 1), insert_modulo=insert_modulo)
     det = OriginDetector(cfg, reject_repeated_ids=False)
     for d in [d for d in reuters_docs if d["text"]][:400]:
         det.process(d["id"], d["text"])
@@ -219,7 +224,7 @@ def test_insert_modulo_stores_only_the_sample(
     used = np.arange(table.capacity) % table.bucket_size < np.repeat(table.fill, 64)
     low = table.tag_lo[used].astype(np.uint64) >> np.uint64(16)
     assert np.all(low % np.uint64(insert_modulo) == 0)
-    counts = np.bincount(table.origin[used])
+    counts = np.bincount(table.origin[used] >> 1)
     registry = {o: v[1] for o, v in det._registry.items()}
     assert registry == {o: int(c) for o, c in enumerate(counts) if c}
 
@@ -240,7 +245,7 @@ def test_cli_takes_the_small_memory_options(tmp_path: Path) -> None:
     args += ["--lucky-limit", "3", "--lucky-every", "3", "--bridge-limit", "255"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
-    assert "NHs+LS(limit 3, y 3)+B(T 255)" in result.stderr
+    assert "adaptive(NHs)+LS(limit 3, y 3)+B(T 255, tol 2, ext 1)+packed(4+4 B)" in result.stderr
     bad = CliRunner().invoke(cli, [*args[:-6], "--lucky-limit", "0"])
     assert bad.exit_code != 0 and isinstance(bad.exception, ConfigError)
 

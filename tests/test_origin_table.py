@@ -22,12 +22,12 @@ from neardup.text import tokenize
 def one_bucket(
     eviction: str, bucket_size: int = 4, estimation: str = "be", **kw: int
 ) -> BucketTable:
-    cfg = OriginConfig(
+    cfg = OriginConfig.paper(
         bucket_size=bucket_size, eviction=eviction, estimation=estimation, memory_bytes=1
     )
     size = bucket_size * entry_bytes(cfg) + 1
     return BucketTable(
-        OriginConfig(
+        OriginConfig.paper(
             bucket_size=bucket_size,
             eviction=eviction,
             estimation=estimation,
@@ -61,7 +61,7 @@ def stored(table: BucketTable) -> set[int]:
     ("lucky", "b", 16), ("lucky", "e", 17), ("lucky", "be", 18), ("random", "be", 17),
 ])  # fmt: skip
 def test_bytes_per_entry_are_the_papers(eviction: str, estimation: str, size: int) -> None:
-    assert entry_bytes(OriginConfig(eviction=eviction, estimation=estimation)) == size
+    assert entry_bytes(OriginConfig.paper(eviction=eviction, estimation=estimation)) == size
 
 
 def test_table_never_exceeds_its_budget() -> None:
@@ -69,7 +69,9 @@ def test_table_never_exceeds_its_budget() -> None:
     for memory in [1153, 1200, 5000, 65_537, 1_000_003, 20_000_000]:
         for eviction in ("random", "lru", "copycount", "lucky"):
             for estimation in ("nb", "e", "b", "be"):
-                cfg = OriginConfig(memory_bytes=memory, eviction=eviction, estimation=estimation)
+                cfg = OriginConfig.paper(
+                    memory_bytes=memory, eviction=eviction, estimation=estimation
+                )
                 table = BucketTable(cfg)
                 assert table.nbytes <= memory
                 # and the bucket count is the largest that fits
@@ -84,7 +86,7 @@ def test_table_never_exceeds_its_budget() -> None:
 
 def test_memory_too_small_for_one_bucket() -> None:
     with pytest.raises(CapacityError, match="too small for one bucket"):
-        BucketTable(OriginConfig(memory_bytes=1000))  # 64 x 18 + 1 = 1153 bytes needed
+        BucketTable(OriginConfig.paper(memory_bytes=1000))  # 64 x 18 + 1 = 1153 bytes needed
 
 
 def test_hit_returns_stored_facts() -> None:
@@ -188,7 +190,7 @@ def test_unlimited_table_never_forgets() -> None:
     (6, 8, 16), (4, 8, 14), (6, 4, 12), (4, 4, 10), (3, 4, 9),
 ])  # fmt: skip
 def test_packed_entry_bytes(fingerprint_bytes: int, origin_bytes: int, size: int) -> None:
-    cfg = OriginConfig(
+    cfg = OriginConfig.paper(
         estimation="b", fingerprint_bytes=fingerprint_bytes, origin_bytes=origin_bytes
     )
     assert entry_bytes(cfg) == size
@@ -201,7 +203,7 @@ def test_packed_tables_never_exceed_their_budget() -> None:
     for memory in [577, 1153, 5000, 65_537, 1_000_003]:
         for fp_bytes, origin_bytes in [(4, 4), (3, 4), (3, 8)]:
             for eviction in ("random", "lru", "lucky"):
-                cfg = OriginConfig(
+                cfg = OriginConfig.paper(
                     memory_bytes=memory,
                     eviction=eviction,
                     estimation="b",
@@ -221,23 +223,23 @@ def test_packed_tables_never_exceed_their_budget() -> None:
 
 @pytest.mark.parametrize("fingerprint_bytes", [4, 3])
 def test_packed_table_finds_what_it_stored(fingerprint_bytes: int) -> None:
-    cfg = OriginConfig(
+    cfg = OriginConfig.paper(
         estimation="b", eviction="random", fingerprint_bytes=fingerprint_bytes, origin_bytes=4
     )
     table = BucketTable(dataclasses.replace(cfg, memory_bytes=200 * (64 * entry_bytes(cfg) + 1)))
     rng = np.random.default_rng(3)
     fps = np.unique(rng.integers(0, 2**63, size=5000, dtype=np.int64).astype(np.uint64) * 2)
     fps = rng.permutation(fps)  # unique() sorts: spread the first 3000 over all buckets
-    hits, evicted = table.probe(fps[:3000], own=(1 << 32) - 1)
+    hits, evicted = table.probe(fps[:3000], own=(1 << 31) - 1)
     assert not hits.found.any() and evicted.shape[0] == 0
     again, _ = table.probe(fps, own=7)
     assert again.found[:3000].all()
-    assert set(again.origin[:3000].tolist()) == {(1 << 32) - 1}
+    assert set(again.origin[:3000].tolist()) == {(1 << 31) - 1}
     assert again.offset[:3000].tolist() == [j & 255 for j in range(3000)]
     # new fingerprints: a false match needs all stored bits equal, ~1e-6 here
     assert int(again.found[3000:].sum()) <= 1
-    with pytest.raises(CapacityError, match="2\\^32"):
-        table.probe(fps[:1], own=1 << 32)
+    with pytest.raises(CapacityError, match="2\\^31"):
+        table.probe(fps[:1], own=1 << 31)
 
 
 @pytest.mark.parametrize("bucket_size", [4, 64, 200])
@@ -247,7 +249,7 @@ def test_lru_ring_matches_an_ordered_dict_oracle(
     """LRU keeps a full bucket as a ring (head in the fill byte, bucket sizes <= 128; larger
     ones shift): hits, stored origins and evictions equal a plain LRU built from one
     OrderedDict per bucket, on the selected fingerprints of real Reuters documents."""
-    cfg = OriginConfig(eviction="lru", estimation="nb", bucket_size=bucket_size)
+    cfg = OriginConfig.paper(eviction="lru", estimation="nb", bucket_size=bucket_size)
     cfg = dataclasses.replace(cfg, memory_bytes=12 * (bucket_size * entry_bytes(cfg) + 1))
     table = BucketTable(cfg)
     oracle: dict[int, OrderedDict[int, int]] = {}

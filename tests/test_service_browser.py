@@ -147,6 +147,24 @@ def test_page_marks_copied_passages_links_origins_and_shows_events(
     assert "% copied" in driver.find_element(By.ID, "view-summary").text
     origins = wait_for(driver, "#view-origins li a", count=2)
     assert {o.get_attribute("data-id") for o in origins} == site["sources"]
+
+    # comparing with one chosen source marks the aligner's passages, and only them
+    chosen = origins[0].get_attribute("data-id")
+    aligned = httpx.post(
+        site["url"] + "/v1/align", json={"id": "patchwork-1", "source": chosen}
+    ).json()["passages"]
+    assert aligned
+    driver.find_element(By.CSS_SELECTOR, f'#view-origins button[data-source="{chosen}"]').click()
+    wait_for(driver, "#view-summary a")
+    assert "taken from " + chosen in driver.find_element(By.ID, "view-summary").text
+    marks_now = wait_for(driver, "#view-text mark.copied a", count=len(aligned))
+    assert {m.get_attribute("data-id") for m in marks_now} == {chosen}
+    full = driver.execute_script("return document.getElementById('view-text').textContent")
+    got = [m.get_attribute("textContent") for m in marks_now]
+    assert got == [full[p["this_offset"] : p["this_offset"] + p["this_length"]] for p in aligned]
+    assert all("Our own reporter" not in g for g in got)
+    driver.find_element(By.CSS_SELECTOR, "#view-summary a").click()  # back to all origins
+    marks = wait_for(driver, "#view-text mark.copied a", count=2)
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     wait_for(driver, "#view-similar li")
     driver.save_screenshot(str(SCREENSHOT))

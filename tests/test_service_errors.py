@@ -91,6 +91,8 @@ BAD_REQUESTS = [
     ("post", "/v1/origin", {"json": {"id": "a1", "text": "x"}}, 422, ["exactly one"]),
     ("post", "/v1/origin", {"json": {"text": " "}}, 422, ["empty"]),
     ("post", "/v1/origin", {"json": {"id": "nope"}}, 404, ["nope"]),
+    ("post", "/v1/align", {"json": {"id": "nope"}}, 422, ["source"]),
+    ("post", "/v1/align", {"json": {"id": "nope", "source": "gone"}}, 404, ["nope"]),
     ("post", "/v1/origin", {"content": b"nul"}, 400, ["json"]),
     ("get", "/v1/events?since=yesterday", {}, 422, ["yesterday"]),
     ("get", "/v1/events?since=1988-01-01&until=1987-01-01", {}, 422, ["since"]),

@@ -431,10 +431,8 @@ def _median_age(det: OriginDetector, n_docs: int) -> float:
     table = det.table
     if not isinstance(table, BucketTable):
         return math.nan
-    slot = np.arange(table.capacity) % table.bucket_size
-    bucket = np.arange(table.capacity) // table.bucket_size
-    used = slot < np.minimum(table.fill, table.bucket_size)[bucket]  # LRU keeps a ring head
-    return float(np.median(n_docs - table.origin[used])) if used.any() else math.nan
+    origins = table.stored_origins()
+    return float(np.median(n_docs - origins)) if origins.size else math.nan
 
 
 # --- the grid ------------------------------------------------------------------------------
@@ -448,7 +446,7 @@ def _cfg(
     estimation: str,
     lucky_limit: int = 11,
 ) -> OriginConfig:
-    return OriginConfig(
+    return OriginConfig.paper(
         lucky_limit=lucky_limit,
         selection=selection,
         selection_parameter=parameter,

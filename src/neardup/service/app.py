@@ -11,6 +11,7 @@
     GET  /v1/events?since=&until=      breaking events (seed 003)
     GET  /v1/events/{id}               one event's report
     POST /v1/origin                    copied / novel segments of a text or stored id (seed 004)
+    POST /v1/align                     passages of a stored article taken from one stored source
     GET  /healthz, GET /metrics        liveness and Prometheus text
     GET  /                             the web page
     (HEAD is answered wherever GET is.)
@@ -557,6 +558,15 @@ class DedupIn(BaseModel):
     threshold: StrictFloat | None = Field(default=None, gt=0.0, le=1.0, allow_inf_nan=False)
 
 
+class AlignIn(BaseModel):
+    """A stored article and one stored source to align it with, passage by passage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: StrictStr
+    source: StrictStr
+
+
 class OriginIn(BaseModel):
     """A stored article's ``id`` or a new ``text`` to trace to its origins."""
 
@@ -1044,6 +1054,21 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
         came from, the novel segments, the copied fraction and the dominant origin."""
         return await run(do_origin, await request.body())
 
+    def do_align(raw: bytes) -> Any:
+        body = model_body(raw, AlignIn)
+        return be().align(check_id(body.id), check_id(body.source, "source"))
+
+    @app.post(
+        "/v1/align",
+        tags=["origin"],
+        summary="Passages of an article taken from one source",
+        openapi_extra=_body_schema("AlignIn"),
+    )
+    async def align(request: Request) -> Any:
+        """The passages of stored article ``id`` copied from stored article ``source``,
+        verbatim or reworded, as character spans on both sides (passage alignment)."""
+        return await run(do_align, await request.body())
+
     @app.get("/healthz", tags=["operations"], summary="Liveness and store reachability")
     async def healthz() -> Any:
         """Answered on the event loop however busy the backend is: with fresh store figures
@@ -1096,7 +1121,7 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
                 title=app.title, version=app.version, description=app.description, routes=app.routes
             )
             components = schema.setdefault("components", {}).setdefault("schemas", {})
-            for model in (ArticleIn, BatchIn, DedupItem, DedupIn, OriginIn):
+            for model in (ArticleIn, BatchIn, DedupItem, DedupIn, OriginIn, AlignIn):
                 body = model.model_json_schema(ref_template="#/components/schemas/{model}")
                 components.update(body.pop("$defs", {}))
                 components[model.__name__] = body

@@ -22,13 +22,10 @@ State and consistency:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import datetime as dt
 import json
 import logging
-import os
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,15 +33,19 @@ from typing import Any, Protocol
 import numpy as np
 
 from neardup.api import NewsIndex
+from neardup.detect.origin import OriginConfig, StoreFollower
 from neardup.detect.resultset import dedup_result_set
 from neardup.errors import InputError, NearDupError, NotFoundError
 from neardup.records import Article
 from neardup.service.settings import ServiceSettings
+from neardup.similarity import align_passages
 from neardup.sketch import Signature, sign
 
 __all__ = ["Backend", "LibraryBackend", "open_backend", "plain"]
 
 log = logging.getLogger("neardup.service")
+
+QUERY_ID = "\x00query"  # the id a pasted text takes in the origin stream (never stored)
 
 
 def plain(value: Any) -> Any:
@@ -92,6 +93,8 @@ class Backend(Protocol):
     def event(self, event_id: str) -> dict[str, Any]: ...
 
     def origin(self, doc_id: str | None, text: str | None) -> dict[str, Any]: ...
+
+    def align(self, doc_id: str, source_id: str) -> dict[str, Any]: ...
 
     def health(self) -> dict[str, Any]: ...
 
@@ -147,7 +150,7 @@ class LibraryBackend:
         self.index = NewsIndex(store=settings.store)
         self.store = self.index.stream.store
         self._signatures = SignatureCache(settings.signature_cache)
-        self._origin: OriginTracker | None = None
+        self._origin: StoreFollower | None = None
 
     # --- documents -------------------------------------------------------------------------
     def ingest(self, articles: Sequence[Article]) -> list[dict[str, Any]]:
@@ -296,16 +299,54 @@ class LibraryBackend:
 
     # --- origin (seed 004) ------------------------------------------------------------------
     def origin(self, doc_id: str | None, text: str | None) -> dict[str, Any]:
+        """The row ``neardup origin`` prints for a stored article (computed when the stream
+        over the store's log reached it) or for a pasted text (against every stored article,
+        storing nothing), plus ``copied`` per segment, ``mostly_original`` and the origins'
+        titles for the page."""
         row = self._row(doc_id) if doc_id is not None else None
-        if self._origin is None:
-            self._origin = OriginTracker(
-                self.store, self.settings.origin_memory_bytes, state_path=self._origin_state()
-            )
-        self._origin.catch_up()
+        follower = self._follower()
+        follower.catch_up()
         if row is None:
-            return self._with_titles(self._origin.query(text or ""))
-        report = self._origin.report_of(row)
+            report = follower.peek(text or "", QUERY_ID).to_dict()
+            report["id"] = None
+            report["mostly_original"] = report["dominant_origin"] == QUERY_ID
+            for seg in report["segments"]:
+                if seg["origin"] == QUERY_ID:
+                    seg["origin"] = None
+            for key in ("dominant_origin", "most_copied_origin"):
+                if report[key] == QUERY_ID:
+                    report[key] = None
+        else:
+            report = follower.report_of(row.id)
+            report["mostly_original"] = report["dominant_origin"] == row.id
+        own = report["id"]
+        for seg in report["segments"]:
+            seg["copied"] = seg["origin"] is not None and seg["origin"] != own
         return self._with_titles(report)
+
+    def align(self, doc_id: str, source_id: str) -> dict[str, Any]:
+        """The passages of stored article ``doc_id`` taken from stored ``source_id``
+        (:func:`neardup.similarity.align_passages`), as character spans on both sides."""
+        row, source = self._row(doc_id), self._row(source_id)
+        passages = align_passages(source.text or "", row.text or "")
+        return {
+            "id": row.id,
+            "source": source.id,
+            "passages": [p.to_dict() for p in passages],
+            "origins": {
+                source.id: {
+                    "title": source.title,
+                    "date": _iso_from_us(source.date_us),
+                    "source": source.source,
+                }
+            },
+        }
+
+    def _follower(self) -> StoreFollower:
+        if self._origin is None:
+            config = OriginConfig(memory_bytes=self.settings.origin_memory_bytes)
+            self._origin = StoreFollower(self.store, config, state_path=self._origin_state())
+        return self._origin
 
     def _with_titles(self, report: dict[str, Any]) -> dict[str, Any]:
         """Add each origin article's title and date, so the page can name its links."""
@@ -365,158 +406,6 @@ class LibraryBackend:
                     log.warning("origin state not saved: %s", exc)
         finally:
             self.index.close()
-
-
-class OriginTracker:
-    """Origin detection (seed 004) as a stream over the store's ingest log.
-
-    The stream order is the store's ingest order (its log), the same in every worker.  A
-    stored article's report is the one computed when the stream reached it (kept in a bounded
-    LRU of ``report_cache`` reports; an older one is recomputed by nobody and answered 404
-    with a hint to query its text).  A pasted text is processed by a *copy* of the detector,
-    so it sees every stored article but leaves no trace: the query costs one copy of the
-    table (``origin_memory_bytes``) for its duration.  With ``state_path`` (SQLite file
-    stores) the state is saved at shutdown and a restart continues from it instead of
-    replaying the whole log.
-    """
-
-    QUERY_ID = "\x00query"
-
-    def __init__(
-        self,
-        store: Any,
-        memory_bytes: int,
-        report_cache: int = 100_000,
-        state_path: Path | None = None,
-    ) -> None:
-        from neardup.detect.origin import OriginConfig, OriginDetector
-
-        self.store = store
-        self.config = OriginConfig(memory_bytes=memory_bytes)
-        self.detector = OriginDetector(self.config)
-        self.applied = 0
-        self.documents = 0
-        self._reports: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._capacity = report_cache
-        self.state_path = state_path
-        self.restored = False
-        if state_path is not None:
-            self._restore(state_path)
-
-    # --- checkpoint: the detector's table (its own .npz) + a JSON sidecar ------------------
-    def _sidecar(self, path: Path) -> Path:
-        return path.with_name(path.name + ".json")
-
-    def _restore(self, path: Path) -> None:
-        """Continue from a saved state when its detector and sidecar belong together.
-
-        The stream is deterministic, so a detector that processed ``n`` documents of this
-        store's log is *the* state after those ``n``: matching counts (and config) prove
-        that the two files go together even if they were written by different workers.
-        Anything else (missing, damaged, stale) means a rebuild from the log: only a lost
-        speed-up, never a wrong answer.
-        """
-        from neardup.detect.origin import OriginDetector
-
-        sidecar = self._sidecar(path)
-        if not path.exists() or not sidecar.exists():
-            return
-        try:
-            meta = json.loads(sidecar.read_text(encoding="utf-8"))
-            detector = OriginDetector.load(path)
-            if (
-                detector.config != self.config
-                or detector.documents_processed != meta["documents"]
-                or meta.get("store") != self._store_identity()
-            ):
-                return
-            reports = OrderedDict((k, v) for k, v in meta["reports"])
-            applied = int(meta["applied"])
-        except (OSError, ValueError, KeyError, TypeError, NearDupError) as exc:
-            log.warning("origin state %s ignored (%s); rebuilding from the log", path, exc)
-            return
-        self.detector, self.applied, self.documents = detector, applied, meta["documents"]
-        self._reports = reports
-        self.restored = True
-
-    def _store_identity(self) -> str | None:
-        # The store's own uuid (written by the stream), so a state never crosses stores.
-        getter = getattr(self.store, "meta_get", None)
-        return getter("store_uuid") if callable(getter) else None
-
-    def save(self) -> None:
-        """Write the detector and the sidecar (each atomically, table first)."""
-        if self.state_path is None or self.documents == 0:
-            return
-        path = self.state_path
-        self.detector.save(path)
-        sidecar = self._sidecar(path)
-        tmp = sidecar.with_name(sidecar.name + ".tmp")
-        meta = {
-            "applied": self.applied,
-            "documents": self.documents,
-            "store": self._store_identity(),
-            "reports": list(self._reports.items()),
-        }
-        tmp.write_text(json.dumps(meta, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, sidecar)
-
-    def catch_up(self) -> None:
-        """Stream every article added to the store since the last call, in log order."""
-        while True:
-            entries = self.store.log_since(self.applied, 1000)
-            if not entries:
-                return
-            adds = [e.article_seq for e in entries if e.op == "add"]
-            rows = {r.seq: r for r in self.store.get_many_by_seq(adds)} if adds else {}
-            for seq in adds:
-                row = rows.get(seq)
-                if row is None or row.text is None:
-                    continue
-                report = self.detector.process(row.id, row.text)
-                self._remember(row.id, self._render(report, row.id))
-                self.documents += 1
-            self.applied = entries[-1].seq
-
-    @staticmethod
-    def _render(report: Any, own: str | None) -> dict[str, Any]:
-        segments = [
-            {
-                "start": s.start,
-                "end": s.end,
-                "origin": s.origin if s.copied else own,
-                "copied": s.copied,
-            }
-            for s in report.segments
-        ]
-        dominant = report.dominant_origin
-        mostly_original = dominant == report.id
-        return {
-            "id": own,
-            "dominant_origin": own if mostly_original else dominant,
-            "mostly_original": mostly_original,
-            "copied_fraction": round(float(report.copied_fraction), 6),
-            "tokens": report.tokens,
-            "fresh_tokens": report.fresh_tokens,
-            "segments": segments,
-        }
-
-    def _remember(self, doc_id: str, report: dict[str, Any]) -> None:
-        self._reports[doc_id] = report
-        while len(self._reports) > self._capacity:
-            self._reports.popitem(last=False)
-
-    def report_of(self, row: Any) -> dict[str, Any]:
-        report = self._reports.get(row.id)
-        if report is None:
-            raise NotFoundError(
-                f"the origin report of {row.id!r} is no longer held; post its text instead"
-            )
-        return copy.deepcopy(report)
-
-    def query(self, text: str) -> dict[str, Any]:
-        scratch = copy.deepcopy(self.detector)
-        return self._render(scratch.process(self.QUERY_ID, text), None)
 
 
 def open_backend(settings: ServiceSettings) -> Backend:

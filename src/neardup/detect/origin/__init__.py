@@ -6,6 +6,7 @@ stream, in a fixed memory budget.  See ``docs/origin.md``.
 
 from neardup.detect.origin.config import OriginConfig, parse_memory
 from neardup.detect.origin.engine import TEXT_CONFIG, DocResult, OriginDetector
+from neardup.detect.origin.follow import StoreFollower
 from neardup.detect.origin.records import OriginReport, Segment
 
 __all__ = [
@@ -15,5 +16,6 @@ __all__ = [
     "OriginDetector",
     "OriginReport",
     "Segment",
+    "StoreFollower",
     "parse_memory",
 ]

@@ -11,14 +11,28 @@
 * estimation (Section 2.3): ``nb``, ``e`` (expansion), ``b`` (bridging, limit ``bridge_limit``
   T), ``be`` (bridging with expansion).
 
-Defaults are the paper's best configuration, NHs + Lucky + BE with k = 8, 64 shingles a
-bucket, T = 30, y = 7 and the halving limit 11.
+and one mode of ours, ``adaptive`` (the default; docs/origin.md, "Exact while memory
+lasts"): every shingle is looked up and stored while its bucket has room, so a stream whose
+shingles fit is answered exactly (the reference mode's answer); a full bucket evicts the
+shingles that are not selected ("loose") first and drops new loose ones, so under pressure
+the table holds the selected shingles (the anchors) as in the paper; each bucket remembers
+which fingerprints it lost (a 64-bit mask), and only shingles that may have been lost are
+estimated.
+
+Defaults (chosen on the tuning half of the copy stream, ``tune_default`` in
+:mod:`neardup.evaluation.origin_small`): adaptive, NHs anchors, Lucky eviction with halving
+limit 3 and y = 3, bridging with T = 255 and offset tolerance 2, edge extension 1, 4-byte
+fingerprints and origins.  :meth:`OriginConfig.paper` is the paper's NHs + Lucky + BE with
+its constants (k = 8, 64 shingles a bucket, T = 30, y = 7, halving limit 11, 6 + 8-byte
+entries, only selected shingles looked up); :meth:`OriginConfig.preset` names the
+configurations a user picks from.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 from neardup.config import Config, check_choice, check_int
 from neardup.errors import ConfigError
@@ -27,11 +41,13 @@ __all__ = [
     "DEFAULT_SELECTION_PARAMETER",
     "ESTIMATIONS",
     "EVICTIONS",
+    "PRESETS",
     "SELECTIONS",
     "OriginConfig",
     "parse_memory",
 ]
 
+PRESETS = ("exact", "balanced", "small-memory")
 SELECTIONS = ("all", "every", "modulo", "winnowing", "hashbreak", "dct", "hailstorm")
 EVICTIONS = ("random", "lru", "copycount", "lucky")
 ESTIMATIONS = ("nb", "e", "b", "be")
@@ -46,6 +62,7 @@ DEFAULT_SELECTION_PARAMETER: dict[str, int] = {
     "dct": 8,
 }
 _NO_OVERLAP_SELECTIONS = ("modulo", "winnowing", "hailstorm")
+_SEGMENT_SELECTIONS = ("hashbreak", "dct")
 _PARAMETER_RANGE = {"every": (1, 1024), "modulo": (1, 1 << 20), "winnowing": (1, 1024)}
 _PARAMETER_RANGE.update({"hashbreak": (1, 1024), "dct": (1, 1024)})
 
@@ -78,33 +95,44 @@ class OriginConfig(Config):
     shingle_width: int = 8
     selection: str = "hailstorm"
     selection_parameter: int | None = None
-    no_overlap: bool = True
+    no_overlap: bool | None = None
     memory_bytes: int | None = 100_000_000
     bucket_size: int = 64
     eviction: str = "lucky"
-    estimation: str = "be"
-    bridge_limit: int = 30
-    lucky_every: int = 7
-    lucky_limit: int = 11
+    estimation: str = "b"
+    bridge_limit: int = 255
+    lucky_every: int = 3
+    lucky_limit: int = 3
     copycount_saturated: int = 10
     seed: int = 0
     insert_modulo: int = 1
-    bridge_tolerance: int = 0
-    edge_extension: int = 0
-    fingerprint_bytes: int = 6
-    origin_bytes: int = 8
+    bridge_tolerance: int = 2
+    edge_extension: int = 1
+    fingerprint_bytes: int = 4
+    origin_bytes: int = 4
+    adaptive: bool = True
 
     def __post_init__(self) -> None:
         check_int("shingle_width", self.shingle_width, low=1, high=64)
         check_choice("selection", self.selection, SELECTIONS)
         check_choice("eviction", self.eviction, EVICTIONS)
         check_choice("estimation", self.estimation, ESTIMATIONS)
+        if self.no_overlap is None:
+            # the paper's variant where it defines one (NM, NW, NHs); plain elsewhere
+            object.__setattr__(self, "no_overlap", self.selection in _NO_OVERLAP_SELECTIONS)
         if not isinstance(self.no_overlap, bool):
-            raise ConfigError(f"no_overlap must be a bool, got {self.no_overlap!r}")
-        if self.no_overlap and self.selection not in _NO_OVERLAP_SELECTIONS:
+            raise ConfigError(f"no_overlap must be a bool or None, got {self.no_overlap!r}")
+        if self.no_overlap and self.selection in _SEGMENT_SELECTIONS:
             raise ConfigError(
-                "no_overlap applies to modulo, winnowing and hailstorm only (the paper's NM, NW,"
-                f" NHs); got selection={self.selection!r}"
+                f"selection {self.selection!r} cuts the text into segments that never overlap:"
+                " no_overlap does not apply (use no_overlap=False or None)"
+            )
+        if not isinstance(self.adaptive, bool):
+            raise ConfigError(f"adaptive must be a bool, got {self.adaptive!r}")
+        if self.adaptive and self.selection in _SEGMENT_SELECTIONS:
+            raise ConfigError(
+                "adaptive mode keeps every shingle and needs a shingle selection for its"
+                f" anchors, not {self.selection!r} (segments); use adaptive=False"
             )
         if self.selection_parameter is not None:
             if self.selection not in _PARAMETER_RANGE:
@@ -128,6 +156,47 @@ class OriginConfig(Config):
         check_choice("origin_bytes", self.origin_bytes, (8, 4))
 
     @classmethod
+    def preset(cls, name: str, memory_bytes: int | None = 100_000_000) -> OriginConfig:
+        """A named configuration for users (:data:`PRESETS`):
+
+        * ``"exact"``: every shingle kept, memory grows with the stream (about 200 bytes a
+          distinct shingle): the exact origin of every passage (the paper's reference mode);
+          ``memory_bytes`` must be None.
+        * ``"balanced"`` (the default): exact while the ``memory_bytes`` table has room,
+          then thinned to Hailstorm anchors (the defaults of this class).
+        * ``"small-memory"``: the same with 3-byte fingerprints, so a small table holds a
+          third more shingles at the cost of one false match per ~4 million new shingles.
+        """
+        check_choice("preset", name, PRESETS)
+        if name == "exact":
+            if memory_bytes is not None:
+                raise ConfigError(
+                    "the exact preset keeps every shingle (memory grows with the stream):"
+                    " give no memory size, or use the balanced preset with one"
+                )
+            return cls(memory_bytes=None)
+        if memory_bytes is None:
+            raise ConfigError(f"the {name} preset needs a memory size (like 100MB)")
+        if name == "small-memory":
+            return cls(memory_bytes=memory_bytes, fingerprint_bytes=3)
+        return cls(memory_bytes=memory_bytes)
+
+    @classmethod
+    def paper(cls, **overrides: Any) -> OriginConfig:
+        """The paper's best configuration, NHs + Lucky + BE with its constants (k = 8, 64
+        shingles a bucket, T = 30, y = 7, halving limit 11, 6 + 8-byte entries), only the
+        selected shingles looked up and stored; ``overrides`` change single fields (the
+        research grid of :mod:`neardup.evaluation.origin` starts here)."""
+        base: dict[str, Any] = {
+            "selection": "hailstorm", "no_overlap": None, "eviction": "lucky",
+            "estimation": "be", "bridge_limit": 30, "lucky_every": 7, "lucky_limit": 11,
+            "bridge_tolerance": 0, "edge_extension": 0, "fingerprint_bytes": 6,
+            "origin_bytes": 8, "adaptive": False,
+        }  # fmt: skip
+        base.update(overrides)
+        return cls(**base)
+
+    @classmethod
     def reference(cls, shingle_width: int = 8, seed: int = 0) -> OriginConfig:
         """The reference mode: All selection, unlimited memory, no estimation (Section 3.1)."""
         return cls(
@@ -149,7 +218,8 @@ class OriginConfig(Config):
 
     @property
     def label(self) -> str:
-        """The paper's short name, e.g. ``NHs+LS+BE`` or ``4th+R+NB``."""
+        """The paper's short name, e.g. ``NHs+LS+BE`` or ``4th+R+NB`` (adaptive mode:
+        ``adaptive(NHs)+...``, the anchors' selection in brackets)."""
         names = {"all": "All", "hailstorm": "Hs", "modulo": "M", "winnowing": "W"}
         names.update({"hashbreak": "Hb", "dct": "Dct"})
         if self.selection == "every":
@@ -160,6 +230,8 @@ class OriginConfig(Config):
                 sel = "N" + sel
         if self.insert_modulo > 1:
             sel += f"(store 1/{self.insert_modulo})"
+        if self.adaptive:
+            sel = f"adaptive({sel})"
         evict = {"random": "R", "lru": "LRU", "copycount": "CC", "lucky": "LS"}[self.eviction]
         if self.eviction == "lucky":
             knobs = [f"limit {self.lucky_limit}"] if self.lucky_limit != 11 else []

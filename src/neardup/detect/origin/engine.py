@@ -36,37 +36,36 @@ import dataclasses
 import itertools
 import json
 import os
-import zipfile
 from collections import Counter
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from neardup.detect.origin.config import OriginConfig
-from neardup.detect.origin.estimate import (
-    ESTIMATION_CODES,
-    dominant_origin,
-    estimate,
-    extend_edges,
-    token_origins,
-)
-from neardup.detect.origin.evict import lucky_bonus
+from neardup.detect.origin.estimate import ESTIMATION_CODES
 from neardup.detect.origin.idlog import IdLog
-from neardup.detect.origin.records import OriginReport, Segment
+from neardup.detect.origin.kernel import (
+    bucket_document,
+    conclude,
+    origins_and_cuts,
+    probe_facts,
+)
+from neardup.detect.origin.persist import load_state, save_state
+from neardup.detect.origin.records import OriginReport, Segment, ShingleOrigins
 from neardup.detect.origin.seen import SeenIds
-from neardup.detect.origin.select import Selection, select
-from neardup.detect.origin.table import BucketTable, UnlimitedTable, make_table
+from neardup.detect.origin.select import Selection, all_shingles, select, select_positions
+from neardup.detect.origin.table import BucketTable, Probe, UnlimitedTable, make_table
 from neardup.errors import ConflictError, InputError, StoreError
-from neardup.shingles import hash_forms
+from neardup.similarity.spans import DocumentTokens, document_tokens
 from neardup.text import TextConfig, Tokens, ensure_text, tokenize
 
 __all__ = ["TEXT_CONFIG", "DocResult", "OriginDetector"]
 
+_NO_MASK = np.zeros(0, dtype=np.bool_)
 TEXT_CONFIG = TextConfig(stem=False, drop_stop_words=False, min_token_length=1, numbers="keep")
-_STATE_VERSION = 2  # 2: seen ids saved as 64-bit hashes (1: as a JSON list of ids)
+_STATE_VERSION = 3  # 3: checksummed, adaptive tables (2: no checksum; 1: ids as JSON)
 
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
@@ -86,6 +85,7 @@ class DocResult:
     most_copied: int
     names: dict[int, str]  # ordinal -> id for every origin in ``origins``
     found: npt.NDArray[np.bool_]  # which selected fingerprints were found in the table
+    cuts: I64  # token indices where segments start, then the token count
 
     @property
     def fresh_tokens(self) -> int:
@@ -115,6 +115,9 @@ class OriginDetector:
         self._registry: dict[int, list[Any]] = {}  # ordinal -> [id, stored entries]
         self._seen: SeenIds | None = SeenIds() if reject_repeated_ids else None
         self.last_date: str | None = None  # kept for callers that enforce date order
+        # the first document whose shingles did not all stay in the table: every answer
+        # before it is exact (the reference mode's); None while nothing was ever lost
+        self.first_loss: int | None = None
         self._ids: IdLog | None = None
         if id_log is not None:
             self._ids = IdLog(id_log)
@@ -141,9 +144,8 @@ class OriginDetector:
 
     def process(self, doc_id: str, text: str) -> OriginReport:
         """Process the next document of the stream and report the origins of its text."""
-        tokens = self.tokenize(text)
-        hashes = hash_forms(tokens.forms, self.config.seed)
-        return self.report(self.process_hashes(doc_id, hashes), tokens)
+        tokens = document_tokens(ensure_text(text), TEXT_CONFIG, self.config.seed)
+        return self.report(self.process_hashes(doc_id, tokens.hashes), tokens)
 
     def process_many(self, docs: Iterable[tuple[str, str]]) -> list[OriginReport]:
         """:meth:`process` over ``(id, text)`` pairs in order."""
@@ -159,30 +161,65 @@ class OriginDetector:
         self._next += 1
         if self._ids is not None:
             self._ids.append(doc_id)
+        return self._document(own, doc_id, token_hashes, readonly=False)
+
+    def peek(self, text: str, doc_id: str = "query") -> OriginReport:
+        """What the stream says about ``text`` now, as if it were the next document, without
+        adding it: the table, counters and ids are left exactly as they were (a pasted text
+        on the service's page).  Shingles repeated inside ``text`` count as new."""
+        tokens = document_tokens(ensure_text(text), TEXT_CONFIG, self.config.seed)
+        return self.report(self._document(self._next, doc_id, tokens.hashes, True), tokens)
+
+    def _document(self, own: int, doc_id: str, token_hashes: U64, readonly: bool) -> DocResult:
         th = np.ascontiguousarray(token_hashes, dtype=np.uint64)
-        sel = select(th, self.config)
-        fps = sel.fingerprints
+        cfg = self.config
+        if cfg.adaptive:
+            # every shingle is looked up and may be stored; the selected ones are anchors
+            k = cfg.shingle_width
+            fps = all_shingles(th, k)
+            starts = np.arange(fps.shape[0], dtype=np.int64)
+            ends = starts + k
+            anchors = select_positions(th, fps, cfg)
+            sel = Selection(fps, starts, ends, fps.shape[0])
+        else:
+            sel = select(th, cfg)
+            fps, starts, ends = sel.fingerprints, sel.starts, sel.ends
+            anchors = np.arange(fps.shape[0], dtype=np.int64)
         insert = self._insert_mask(fps)
-        hits, evicted = self.table.probe(fps, own, insert)
-        est = estimate(
-            own, fps, hits.found, hits.origin, hits.offset, hits.prev, hits.next,
-            self._method, self.config.bridge_limit, self.config.bridge_tolerance,
-        )  # fmt: skip
-        if self._lucky:
-            self.table.add_scores(fps, lucky_bonus(est, own, self.config.lucky_every))
+        table = self.table
+        n = int(th.shape[0])
+        if isinstance(table, BucketTable):
+            got = bucket_document(
+                own, fps, starts, ends, anchors, cfg.adaptive, n,
+                _NO_MASK if insert is None else insert, table.nbuckets, table.bucket_size,
+                table.tag_hi, table.tag_lo, table.origin, table.offset, table.prev, table.next,
+                table.score, table.fill, table.loose, table.lost, table.rng, table.policy,
+                cfg.copycount_saturated, cfg.lucky_limit, self._method, cfg.bridge_limit,
+                cfg.bridge_tolerance, cfg.edge_extension, cfg.lucky_every, self._lucky, readonly,
+            )  # fmt: skip
+            est, marked, tok, found, evicted, inserted, dropped, best, best_count, second = got[:10]
+            distinct = got[10]
+        else:
+            is_anchor, offs, pb, nb = probe_facts(fps, anchors, cfg.adaptive)
+            facts = Probe(anchor=is_anchor if cfg.adaptive else None, offsets=offs, prev=pb,
+                          next=nb)  # fmt: skip
+            hits, evicted = table.probe(fps, own, insert, facts, readonly)
+            found, inserted, dropped = hits.found, table.last_inserted, 0
+            est, marked, tok, _, best, best_count, second, distinct = conclude(
+                own, fps, starts, ends, anchors, n, found, hits.origin, hits.offset, hits.prev,
+                hits.next, hits.maybe_lost, self._method, cfg.bridge_limit,
+                cfg.bridge_tolerance, cfg.edge_extension, cfg.lucky_every,
+            )  # fmt: skip
+        others, cuts = origins_and_cuts(own, est, marked, tok)
         names = {own: doc_id}
-        for o in set(est[hits.found | (est != own)].tolist()):
-            if o != own:
-                names[o] = self._registry[o][0] if self._ids is None else self._ids.get(o)
-        if self._ids is None:
-            stored = ~hits.found if insert is None else ~hits.found & insert
-            inserted = int(np.count_nonzero(stored))
+        for o in others.tolist():
+            names[o] = self._registry[o][0] if self._ids is None else self._ids.get(o)
+        if not readonly:
             self._account(own, doc_id, inserted, evicted)
-        radius = self.config.edge_extension
-        marked = est if radius == 0 else extend_edges(own, hits.found, est, radius)
-        tok = token_origins(th.shape[0], sel.starts, sel.ends, marked, own)
-        dom, most = dominant_origin(est, own)
-        return DocResult(own, doc_id, int(th.shape[0]), sel, est, tok, dom, most, names, hits.found)
+            if self.first_loss is None and (dropped or evicted.shape[0]):
+                self.first_loss = own
+        dom = int(best) if distinct == 1 or 10 * best_count >= 11 * second else None
+        return DocResult(own, doc_id, n, sel, est, tok, dom, int(best), names, found, cuts)
 
     def _insert_mask(self, fps: U64) -> npt.NDArray[np.bool_] | None:
         """Which selected fingerprints may be stored (``insert_modulo``; None = all)."""
@@ -205,6 +242,8 @@ class OriginDetector:
 
     def _account(self, own: int, doc_id: str, inserted: int, evicted: I64) -> None:
         """Reference counts of stored entries per origin, so ids of evicted docs are freed."""
+        if self._ids is not None:
+            return  # ids live on disk
         if inserted:
             self._registry[own] = [doc_id, inserted]
         if evicted.shape[0]:
@@ -216,30 +255,26 @@ class OriginDetector:
                 if entry[1] <= 0:
                     del self._registry[o]
 
-    def report(self, result: DocResult, tokens: Tokens) -> OriginReport:
-        """Turn a :class:`DocResult` into an :class:`OriginReport` with character spans."""
+    def report(self, result: DocResult, tokens: Tokens | DocumentTokens) -> OriginReport:
+        """Turn a :class:`DocResult` into an :class:`OriginReport` with character spans
+        (``tokens``: the document's tokens, from :meth:`tokenize` or
+        :func:`~neardup.detect.origin.spans.document_tokens`)."""
         tok = result.token_origin
         n = tok.shape[0]
         if n != len(tokens):
             raise InputError("tokens do not belong to this result")
         segments: list[Segment] = []
         if n:
-            cuts = np.flatnonzero(np.diff(tok)) + 1
-            bounds = [0, *cuts.tolist(), n]
+            bounds = result.cuts.tolist()
             starts = tokens.starts
             ends = tokens.ends
             for a, b in itertools.pairwise(bounds):
                 o = int(tok[a])
                 origin = result.names[o] if o >= 0 else result.id
-                segments.append(Segment(starts[a], ends[b - 1], origin, o >= 0))
+                segments.append(Segment(int(starts[a]), int(ends[b - 1]), origin, o >= 0))
         fresh = result.fresh_tokens
         sel = result.selection
-        shingle_origins = tuple(
-            (s, e, result.names[o])
-            for s, e, o in zip(
-                sel.starts.tolist(), sel.ends.tolist(), result.origins.tolist(), strict=True
-            )
-        )
+        shingles = ShingleOrigins(sel.starts, sel.ends, result.origins, result.names)
         return OriginReport(
             id=result.id,
             tokens=n,
@@ -250,19 +285,19 @@ class OriginDetector:
             segments=tuple(segments),
             selected_shingles=len(sel),
             total_shingles=sel.total_shingles,
-            shingle_origins=shingle_origins,
+            shingles=shingles,
         )
 
     # --- persistence -------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the whole state to ``path`` (an ``.npz`` file), atomically."""
-        target = Path(path)
+    def state_arrays(self) -> dict[str, Any]:
+        """The whole state as named arrays (what :meth:`save` writes)."""
         meta = {
             "version": _STATE_VERSION,
             "config": self.config.to_dict(),
             "next": self._next,
             "last_date": self.last_date,
+            "first_loss": self.first_loss,
             "reject_repeated_ids": self._seen is not None,
             "id_log": None if self._ids is None else str(self._ids.path.resolve()),
         }
@@ -279,49 +314,55 @@ class OriginDetector:
         arrays["seen_hashes"] = (
             self._seen.to_array() if self._seen is not None else np.zeros(0, dtype=np.uint64)
         )
-        tmp = target.with_name(target.name + ".tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise StoreError(f"cannot write origin state {target}: {exc}") from exc
+        return arrays
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the whole state to ``path`` (an ``.npz`` file) atomically, under a
+        temporary name unique to the process (:func:`~.persist.save_state`)."""
+        save_state(path, self.state_arrays())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> OriginDetector:
-        """Restore a detector saved by :meth:`save`; the stream continues where it stopped."""
-        try:
-            with np.load(Path(path), allow_pickle=False) as data:
-                files = {k: data[k] for k in data.files}
-        except (OSError, ValueError, zipfile.BadZipFile) as exc:
-            raise StoreError(f"cannot read origin state {path}: {exc}") from exc
+        """Restore a detector saved by :meth:`save`; the stream continues where it stopped.
+
+        A damaged, truncated, empty or foreign file raises ``StoreError`` saying so; it is
+        never partly used."""
+        return cls.from_state(load_state(path), str(path))
+
+    @classmethod
+    def from_state(cls, files: dict[str, Any], source: str = "state") -> OriginDetector:
+        """A detector from :meth:`state_arrays` (``source`` names it in error messages)."""
         try:
             meta = json.loads(files["meta"].tobytes())
-            if meta.get("version") not in (1, _STATE_VERSION):
-                raise StoreError(f"origin state {path} has unknown version {meta.get('version')}")
+            if meta.get("version") != _STATE_VERSION:
+                raise StoreError(
+                    f"origin state {source} has version {meta.get('version')}, this neardup"
+                    f" reads version {_STATE_VERSION}: rebuild it"
+                )
             config = OriginConfig(**meta["config"])
             ids = json.loads(files["registry_ids"].tobytes())
-            if meta["version"] == 1:
-                seen = SeenIds()
-                for doc_id in json.loads(files["seen"].tobytes()):
-                    seen.add(str(doc_id))
-            else:
-                seen = SeenIds(files["seen_hashes"].astype(np.uint64))
+            seen = SeenIds(files["seen_hashes"].astype(np.uint64))
             ordinals = files["registry_ordinals"].tolist()
             counts = files["registry_counts"].tolist()
-        except (KeyError, ValueError, TypeError) as exc:
-            raise StoreError(f"origin state {path} is malformed: {exc}") from exc
+            registry: dict[int, list[Any]] = {
+                int(o): [str(i), int(c)] for o, i, c in zip(ordinals, ids, counts, strict=True)
+            }
+            nxt = int(meta["next"])
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            raise StoreError(f"origin state {source} is malformed: {exc}") from exc
+        if nxt < 0 or any(not 0 <= o < nxt or int(v[1]) <= 0 for o, v in registry.items()):
+            raise StoreError(f"origin state {source} is inconsistent (registry vs counter)")
         self = cls(config, reject_repeated_ids=bool(meta["reject_repeated_ids"]))
         if meta.get("id_log"):
             self._ids = IdLog(meta["id_log"])
-            self._ids.truncate(int(meta["next"]))  # drop ids logged after the save
+            self._ids.truncate(nxt)  # drop ids logged after the save
         table_arrays = {k[6:]: v for k, v in files.items() if k.startswith("table_")}
         self.table = make_table(config, table_arrays)
-        self._next = int(meta["next"])
+        self._next = nxt
         self.last_date = meta.get("last_date")
-        self._registry = {
-            int(o): [str(i), int(c)] for o, i, c in zip(ordinals, ids, counts, strict=True)
-        }
+        first_loss = meta.get("first_loss")
+        self.first_loss = None if first_loss is None else int(first_loss)
+        self._registry = registry
         if self._seen is not None:
             self._seen = seen
         return self

@@ -59,6 +59,7 @@ __all__ = [
     "dominant_origin",
     "estimate",
     "extend_edges",
+    "fill_between",
     "token_origins",
 ]
 
@@ -85,19 +86,22 @@ def estimate(
     nxt: U8,
     method: int,
     limit: int,
-    tolerance: int = 0,
+    tolerance: int,
+    maybe_lost: BOOL,
 ) -> I64:  # pragma: no cover - numba
     """Origin ordinal of every selected fingerprint (``own`` = new); see the module doc.
 
     ``tolerance`` (offset tolerance of bridging) is 0 for the paper's methods; edge extension
-    is the separate :func:`extend_edges`."""
+    is the separate :func:`extend_edges`.  Only fingerprints that are neither found nor
+    known never to have been stored (``maybe_lost`` False) get a guessed origin; the paper's
+    table tracks nothing and passes all True."""
     m = fps.shape[0]
     est = np.empty(m, dtype=np.int64)
     labelled = np.empty(m, dtype=np.bool_)
     first = np.empty(m, dtype=np.uint8)
     for j in range(m):
         est[j] = origin[j] if found[j] else own
-        labelled[j] = found[j]
+        labelled[j] = found[j] or not maybe_lost[j]
         first[j] = np.uint8(fps[j] >> np.uint64(56))
     if method == BRIDGING or method == BRIDGING_EXPANSION:  # noqa: SIM109 (numba)
         bridged = np.zeros(m, dtype=np.bool_)
@@ -137,16 +141,19 @@ def estimate(
 
 
 @numba.njit(cache=True)
-def extend_edges(own: int, found: BOOL, est: I64, radius: int) -> I64:  # pragma: no cover
+def extend_edges(
+    own: int, found: BOOL, est: I64, radius: int, maybe_lost: BOOL
+) -> I64:  # pragma: no cover - numba
     """Edge extension (see the module doc) of :func:`estimate`'s result ``est``: a copy in
     which every found fingerprint of another origin also labels up to ``radius`` unlabelled
     selected neighbours on each side (stopping at the first labelled one; "labelled" means
-    found or given another origin by ``est``), so an extended label never extends further."""
+    found, given another origin by ``est``, or known never stored: ``maybe_lost`` False), so
+    an extended label never extends further."""
     m = est.shape[0]
     out = est.copy()
     labelled = np.empty(m, dtype=np.bool_)
     for j in range(m):
-        labelled[j] = found[j] or est[j] != own
+        labelled[j] = found[j] or est[j] != own or not maybe_lost[j]
     extended = np.zeros(m, dtype=np.bool_)
     for j in range(m):
         if not found[j] or est[j] == own:
@@ -160,6 +167,42 @@ def extend_edges(own: int, found: BOOL, est: I64, radius: int) -> I64:  # pragma
                     out[i] = est[j]
                     extended[i] = True
                 i += step
+    return out
+
+
+@numba.njit(cache=True)
+def fill_between(
+    own: int,
+    positions: I64,
+    anchor_positions: I64,
+    anchor_est: I64,
+    found: BOOL,
+    origin: I64,
+    maybe_lost: BOOL,
+) -> I64:  # pragma: no cover - numba
+    """Origins of every shingle of a document (adaptive mode) from its anchors' estimates.
+
+    A shingle found in the table keeps its stored origin; an anchor takes its estimate; a
+    shingle that is neither and may have been lost (``maybe_lost``) takes origin O when the
+    nearest anchors on both sides (by position) both have origin O other than ``own`` (it
+    lies inside a copied block); every other shingle is new.  ``positions`` ascend;
+    ``anchor_positions`` are a subsequence of them with estimates ``anchor_est``."""
+    m = positions.shape[0]
+    a = anchor_positions.shape[0]
+    out = np.empty(m, dtype=np.int64)
+    k = 0  # first anchor at or after the current position
+    for j in range(m):
+        p = positions[j]
+        while k < a and anchor_positions[k] < p:
+            k += 1
+        if found[j]:
+            out[j] = origin[j]
+        elif (k < a and anchor_positions[k] == p) or (
+            maybe_lost[j] and 0 < k < a and anchor_est[k - 1] == anchor_est[k]
+        ):
+            out[j] = anchor_est[k]
+        else:
+            out[j] = own
     return out
 
 

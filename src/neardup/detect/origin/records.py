@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["OriginReport", "Segment"]
+__all__ = ["OriginReport", "Segment", "ShingleOrigins"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -27,6 +27,26 @@ class Segment:
         return {"start": self.start, "end": self.end, "origin": self.origin, "copied": self.copied}
 
 
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class ShingleOrigins:
+    """The origin of every looked-up shingle of a report, kept as arrays until asked for."""
+
+    starts: Any
+    ends: Any
+    origins: Any
+    names: dict[int, str]
+
+    def as_tuples(self) -> tuple[tuple[int, int, str], ...]:
+        """``(start token, end token, origin id)`` per shingle."""
+        names = self.names
+        return tuple(
+            (s, e, names[o])
+            for s, e, o in zip(
+                self.starts.tolist(), self.ends.tolist(), self.origins.tolist(), strict=True
+            )
+        )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class OriginReport:
     """What origin detection says about one document (seed 004, Sections 2 and 3.2).
@@ -36,7 +56,7 @@ class OriginReport:
     mostly original), else ``None``; ``most_copied_origin`` is the plain arg-max.
     ``fresh_tokens`` counts tokens not covered by any copied shingle; ``copied_fraction`` is
     ``1 - fresh_tokens / tokens`` (0.0 for a document without tokens).  ``shingle_origins``
-    gives, per selected shingle in order, its token range and origin id.
+    gives, per looked-up shingle in order, its token range and origin id.
     """
 
     id: str
@@ -48,7 +68,12 @@ class OriginReport:
     segments: tuple[Segment, ...]
     selected_shingles: int
     total_shingles: int
-    shingle_origins: tuple[tuple[int, int, str], ...] = ()
+    shingles: ShingleOrigins | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def shingle_origins(self) -> tuple[tuple[int, int, str], ...]:
+        """Per looked-up shingle in order: its token range ``[start, end)`` and origin id."""
+        return () if self.shingles is None else self.shingles.as_tuples()
 
     @property
     def copied_segments(self) -> tuple[Segment, ...]:

@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup.detect.origin.config import OriginConfig
+from neardup.errors import ConfigError
 from neardup.shingles import word_shingles
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "modulo_positions",
     "no_overlap_positions",
     "select",
+    "select_positions",
     "winnowing_positions",
 ]
 
@@ -254,6 +256,16 @@ def select(token_hashes: U64, config: OriginConfig) -> Selection:
         seg = fn(th, config.parameter)
         return Selection(seg.fingerprints, seg.starts, seg.ends, total)
     shingles = all_shingles(th, k)
+    positions = select_positions(th, shingles, config)
+    return Selection(shingles[positions], positions, positions + k, total)
+
+
+def select_positions(token_hashes: U64, shingles: U64, config: OriginConfig) -> I64:
+    """Start positions of the selected shingles among ``shingles`` (all of a document's, in
+    order) for a shingle-based selection (not hash-breaking or DCT)."""
+    k = config.shingle_width
+    total = shingles.shape[0]
+    method = config.selection
     if method == "all":
         positions = np.arange(total, dtype=np.int64)
     elif method == "every":
@@ -262,8 +274,10 @@ def select(token_hashes: U64, config: OriginConfig) -> Selection:
         positions = modulo_positions(shingles, config.parameter)
     elif method == "winnowing":
         positions = winnowing_positions(shingles, config.parameter)
+    elif method == "hailstorm":
+        positions = hailstorm_positions(token_hashes, k)
     else:
-        positions = hailstorm_positions(th, k)
+        raise ConfigError(f"selection {method!r} does not select shingles")
     if config.no_overlap:
         positions = no_overlap_positions(positions, k)
-    return Selection(shingles[positions], positions, positions + k, total)
+    return positions

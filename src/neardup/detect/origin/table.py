@@ -57,10 +57,11 @@ from neardup.detect.origin.evict import (
     POLICY_CODES,
     choose_victim,
     halve_if_needed,
+    next_random,
 )
 from neardup.errors import CapacityError, StoreError
 
-__all__ = ["BucketTable", "Hits", "UnlimitedTable", "entry_bytes", "make_table"]
+__all__ = ["BucketTable", "Hits", "Probe", "UnlimitedTable", "entry_bytes", "make_table"]
 
 U8 = npt.NDArray[np.uint8]
 U16 = npt.NDArray[np.uint16]
@@ -69,7 +70,9 @@ U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 BOOL = npt.NDArray[np.bool_]
 
-_FIELDS = ("tag_hi", "tag_lo", "origin", "offset", "prev", "next", "score", "fill", "rng")
+_FIELDS = (
+    "tag_hi", "tag_lo", "origin", "offset", "prev", "next", "score", "fill", "loose", "lost", "rng"
+)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -81,6 +84,9 @@ class Hits:
     offset: U8
     prev: U8
     next: U8
+    # per fingerprint: it may have been stored once and lost since (always True outside
+    # adaptive mode, where nothing is tracked)
+    maybe_lost: BOOL
 
 
 def entry_bytes(config: OriginConfig) -> int:
@@ -157,6 +163,63 @@ def _move(
 
 
 @numba.njit(cache=True)
+def _to_back(
+    slot: Any,
+    head: Any,
+    n: Any,
+    base: Any,
+    bsize: int,
+    wide: bool,
+    tag_hi: U16,
+    tag_lo: U32,
+    origin: I64,
+    offset: U8,
+    prev: U8,
+    nxt: U8,
+    score: U8,
+) -> None:  # pragma: no cover - numba
+    """LRU: move the entry in physical ``slot`` to the back of its bucket's queue (logical
+    position i is physical ``(head + i) % bsize``), shifting the newer ones forward."""
+    e = base + slot
+    hi_ = np.uint64(tag_hi[e]) if wide else np.uint64(0)
+    lo_ = tag_lo[e]
+    or_ = origin[e]
+    has_off = offset.shape[0] > 0
+    has_nb = prev.shape[0] > 0
+    of_ = offset[e] if has_off else np.uint8(0)
+    pv_ = prev[e] if has_nb else np.uint8(0)
+    nx_ = nxt[e] if has_nb else np.uint8(0)
+    for i in range((slot - head) % bsize, n - 1):
+        src = base + (head + i + 1) % bsize
+        dst = base + (head + i) % bsize
+        _move(src, dst, tag_hi, tag_lo, origin, offset, prev, nxt, score)
+    last = base + (head + n - 1) % bsize
+    if wide:
+        tag_hi[last] = hi_
+    tag_lo[last] = lo_
+    origin[last] = or_
+    if has_off:
+        offset[last] = of_
+    if has_nb:
+        prev[last] = pv_
+        nxt[last] = nx_
+
+
+@numba.njit(cache=True)
+def _loose_victim(
+    oldest: bool, head: Any, n: Any, base: Any, bsize: int, origin: I64, rng: U64
+) -> Any:  # pragma: no cover - numba
+    """Physical slot of a loose entry of a full bucket that holds one: the oldest in queue
+    order (``oldest``, LRU) or the first from a random slot on."""
+    start = 0 if oldest else np.int64(next_random(rng) % np.uint64(n))
+    for step in range(n):
+        i = (head + step) % bsize if oldest else (start + step) % n
+        if origin[base + i] & 1:
+            return i
+    return 0  # unreachable while the loose count is right
+
+
+@numba.njit(cache=True)
 def _probe_insert(
     fps: U64,
     own: int,
@@ -170,6 +233,8 @@ def _probe_insert(
     nxt: U8,
     score: U8,
     fill: U8,
+    loose: U8,
+    lost: U64,
     rng: U64,
     policy: int,
     saturated: int,
@@ -179,13 +244,29 @@ def _probe_insert(
     f_offset: U8,
     f_prev: U8,
     f_next: U8,
+    f_lost: BOOL,
     evicted: I64,
     insert: BOOL,
-) -> int:  # pragma: no cover - numba
-    """Probe every fingerprint in order, inserting misses (only those with ``insert[j]`` when
-    ``insert`` is not empty); returns the number evicted."""
+    anchor: BOOL,
+    offs: U8,
+    pbytes: U8,
+    nbytes_: U8,
+    readonly: bool,
+) -> tuple[int, int, int]:  # pragma: no cover - numba
+    """Probe every fingerprint in order, inserting misses; returns the numbers of entries
+    evicted, inserted and dropped (misses not stored: not sampled, or loose with no room).
+
+    ``insert`` (empty = all): only those misses may be stored.  ``anchor`` (empty = all are
+    anchors, the paper's table): a miss that is not an anchor is stored *loose*; a full
+    bucket evicts a loose entry first, and drops a loose newcomer when it holds none.
+    ``lost`` (empty = not tracked): per bucket, one bit (``fp & 63``) for every entry it
+    evicted or dropped; ``f_lost[j]`` tells whether fingerprint j's bit was set when it
+    was probed (unset: j was never lost from the table).  ``readonly``: look up only, change
+    nothing (a query that leaves no trace)."""
     m = fps.shape[0]
     filtered = insert.shape[0] > 0
+    tiered = anchor.shape[0] > 0
+    tracked = lost.shape[0] > 0
     has_off = offset.shape[0] > 0
     has_nb = prev.shape[0] > 0
     has_score = score.shape[0] > 0
@@ -194,6 +275,8 @@ def _probe_insert(
     # entry is O(1); the head is stored in the fill byte as bsize + head (bsize <= 128)
     ring = policy == LRU and bsize <= 128
     nev = 0
+    ins = 0
+    drop = 0
     for j in range(m):
         fp = fps[j]
         b, base, slot = _find(fp, nbuckets, bsize, tag_hi, tag_lo, fill)
@@ -202,53 +285,102 @@ def _probe_insert(
         if slot >= 0:
             e = base + slot
             found[j] = True
-            f_origin[j] = origin[e]
+            f_origin[j] = np.int64(origin[e]) >> 1
+            if readonly:
+                if has_off:
+                    f_offset[j] = offset[e]
+                if has_nb:
+                    f_prev[j] = prev[e]
+                    f_next[j] = nxt[e]
+                continue
+            if tiered and anchor[j] and (origin[e] & 1):
+                origin[e] -= 1  # an anchor now: it leaves the loose tier
+                loose[b] -= np.uint8(1)
             if has_off:
                 f_offset[j] = offset[e]
             if has_nb:
                 f_prev[j] = prev[e]
                 f_next[j] = nxt[e]
             if policy == LRU:
-                # move to the end of the queue (logical position i is at (head + i) % bsize)
-                hi_ = np.uint64(tag_hi[e]) if wide else np.uint64(0)
-                lo_ = tag_lo[e]
-                or_ = origin[e]
-                of_ = offset[e] if has_off else np.uint8(0)
-                pv_ = prev[e] if has_nb else np.uint8(0)
-                nx_ = nxt[e] if has_nb else np.uint8(0)
-                for i in range((slot - head) % bsize, n - 1):
-                    src = base + (head + i + 1) % bsize
-                    dst = base + (head + i) % bsize
-                    _move(src, dst, tag_hi, tag_lo, origin, offset, prev, nxt, score)
-                last = base + (head + n - 1) % bsize
-                if wide:
-                    tag_hi[last] = hi_
-                tag_lo[last] = lo_
-                origin[last] = or_
-                if has_off:
-                    offset[last] = of_
-                if has_nb:
-                    prev[last] = pv_
-                    nxt[last] = nx_
+                _to_back(
+                    slot,
+                    head,
+                    n,
+                    base,
+                    bsize,
+                    wide,
+                    tag_hi,
+                    tag_lo,
+                    origin,
+                    offset,
+                    prev,
+                    nxt,
+                    score,
+                )
             elif has_score:
                 if score[e] < 255:
                     score[e] += np.uint8(1)
                 if policy == LUCKY or score[e] == 255:
                     halve_if_needed(policy, base, n, score, saturated, limit)
             continue
-        if filtered and not insert[j]:
+        bit = np.uint64(1) << (fp & np.uint64(63))
+        if tracked:
+            f_lost[j] = (lost[b] & bit) != 0
+        if readonly:
             continue
+        if filtered and not insert[j]:
+            if tracked:
+                lost[b] |= bit
+            drop += 1
+            continue
+        is_loose = tiered and not anchor[j]
         if n < bsize:
             e = base + n
             fill[b] = np.uint8(n + 1)
+        elif tiered and loose[b] > 0:
+            # evict a loose entry: the oldest in LRU order, else from a random slot on
+            victim = _loose_victim(policy == LRU, head, n, base, bsize, origin, rng)
+            if tracked:
+                lost[b] |= np.uint64(1) << (np.uint64(tag_lo[base + victim]) & np.uint64(63))
+            evicted[nev] = np.int64(origin[base + victim]) >> 1
+            nev += 1
+            loose[b] -= np.uint8(1)
+            if policy == LRU:  # the victim goes to the back of the queue, then is overwritten
+                _to_back(
+                    victim,
+                    head,
+                    n,
+                    base,
+                    bsize,
+                    wide,
+                    tag_hi,
+                    tag_lo,
+                    origin,
+                    offset,
+                    prev,
+                    nxt,
+                    score,
+                )
+                e = base + (head + n - 1) % bsize
+            else:
+                e = base + victim
+        elif is_loose:
+            if tracked:
+                lost[b] |= bit  # no room for a loose newcomer: dropped
+            drop += 1
+            continue
         elif ring:  # the oldest entry is at the head: overwrite it, advance the head
             e = base + head
-            evicted[nev] = origin[e]
+            if tracked:
+                lost[b] |= np.uint64(1) << (np.uint64(tag_lo[e]) & np.uint64(63))
+            evicted[nev] = np.int64(origin[e]) >> 1
             nev += 1
             fill[b] = np.uint8(bsize + (head + 1) % bsize)
         else:
             victim = choose_victim(policy, base, n, score, rng)
-            evicted[nev] = origin[base + victim]
+            if tracked:
+                lost[b] |= np.uint64(1) << (np.uint64(tag_lo[base + victim]) & np.uint64(63))
+            evicted[nev] = np.int64(origin[base + victim]) >> 1
             nev += 1
             if policy == LRU:
                 for i in range(victim, n - 1):
@@ -260,15 +392,18 @@ def _probe_insert(
         if wide:
             tag_hi[e] = hi
         tag_lo[e] = lo
-        origin[e] = own
+        origin[e] = (own << 1) | (1 if is_loose else 0)
+        if is_loose:
+            loose[b] += np.uint8(1)
         if has_off:
-            offset[e] = np.uint8(j & 255)
+            offset[e] = offs[j]
         if has_nb:
-            prev[e] = np.uint8(fps[j - 1] >> np.uint64(56)) if j > 0 else np.uint8(0)
-            nxt[e] = np.uint8(fps[j + 1] >> np.uint64(56)) if j + 1 < m else np.uint8(0)
+            prev[e] = pbytes[j]
+            nxt[e] = nbytes_[j]
         if has_score:
             score[e] = np.uint8(1)
-    return nev
+        ins += 1
+    return nev, ins, drop
 
 
 @numba.njit(cache=True)
@@ -295,8 +430,44 @@ def _add_scores(
         halve_if_needed(LUCKY, base, np.int64(fill[b]), score, 0, limit)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Probe:
+    """What the engine sends with a document's fingerprints (all optional).
+
+    ``anchor``: which may evict stored anchors (the others are stored loose; None: all are
+    anchors, the paper's table); ``insert``: which misses may be stored at all (None: all);
+    ``offsets``, ``prev``, ``next``: the facts stored with each (None: the position mod 256
+    and the neighbouring fingerprints' first bytes, the paper's)."""
+
+    anchor: BOOL | None = None
+    insert: BOOL | None = None
+    offsets: U8 | None = None
+    prev: U8 | None = None
+    next: U8 | None = None
+
+
+_EMPTY_BOOL = np.zeros(0, dtype=np.bool_)
+
+
 class BucketTable:
-    """The paper's fixed-size bucketed hash table; its arrays never exceed ``memory_bytes``."""
+    """The paper's fixed-size bucketed hash table; its arrays never exceed ``memory_bytes``.
+
+    With ``config.adaptive`` each bucket also keeps a loose-entry count (1 byte) and a 64-bit
+    mask of the fingerprints it lost (8 bytes), so a probe tells whether a missing
+    fingerprint may have been lost (``Hits.maybe_lost``) or was certainly never stored."""
+
+    # the arrays (structure of arrays; sizes in ``_layout``)
+    tag_hi: npt.NDArray[Any]
+    tag_lo: npt.NDArray[Any]
+    origin: npt.NDArray[Any]
+    offset: U8
+    prev: U8
+    next: U8
+    score: U8
+    fill: U8
+    loose: U8
+    lost: U64
+    rng: U64
 
     def __init__(self, config: OriginConfig, arrays: dict[str, Any] | None = None) -> None:
         if config.memory_bytes is None:
@@ -304,16 +475,19 @@ class BucketTable:
         self.config = config
         self.bucket_size = config.bucket_size
         self.entry_bytes = entry_bytes(config)
-        self.bucket_bytes = self.bucket_size * self.entry_bytes + 1
+        self.adaptive = config.adaptive
+        per_bucket = 10 if self.adaptive else 1  # fill (+ loose count + lost mask)
+        self.bucket_bytes = self.bucket_size * self.entry_bytes + per_bucket
         self.nbuckets = config.memory_bytes // self.bucket_bytes
         if self.nbuckets < 1:
             raise CapacityError(
                 f"memory {config.memory_bytes} B is too small for one bucket of"
-                f" {self.bucket_size} x {self.entry_bytes} B + 1 B = {self.bucket_bytes} B"
+                f" {self.bucket_size} x {self.entry_bytes} B + {per_bucket} B ="
+                f" {self.bucket_bytes} B"
             )
         if self.nbuckets >= 1 << 32:
             raise CapacityError("memory too large: at most 2^32 - 1 buckets")
-        self._policy = POLICY_CODES[config.eviction]
+        self.policy = POLICY_CODES[config.eviction]
         n = self.nbuckets * self.bucket_size
         has_off = config.estimation in ("b", "be")
         has_nb = config.estimation in ("e", "be")
@@ -322,36 +496,48 @@ class BucketTable:
         hi_dtype, hi_n, lo_dtype = {
             6: (np.uint16, n, np.uint32), 4: (np.uint16, 0, np.uint32), 3: (np.uint8, n, np.uint16)
         }[config.fingerprint_bytes]  # fmt: skip
+        nb = self.nbuckets if self.adaptive else 0
         self._layout = {
             "tag_hi": (hi_dtype, hi_n), "tag_lo": (lo_dtype, n),
             "origin": (np.uint32 if config.origin_bytes == 4 else np.int64, n),
+            "offset": (np.uint8, n if has_off else 0), "prev": (np.uint8, n if has_nb else 0),
+            "next": (np.uint8, n if has_nb else 0), "score": (np.uint8, n if has_score else 0),
+            "fill": (np.uint8, self.nbuckets), "loose": (np.uint8, nb), "lost": (np.uint64, nb),
+            "rng": (np.uint64, 1),
         }  # fmt: skip
+        self.last_inserted = 0
+        self.last_dropped = 0
         if arrays is None:
-            self.tag_hi = np.zeros(hi_n, dtype=hi_dtype)
-            self.tag_lo = np.zeros(n, dtype=lo_dtype)
-            self.origin = np.zeros(n, dtype=self._layout["origin"][0])
-            self.offset = np.zeros(n if has_off else 0, dtype=np.uint8)
-            self.prev = np.zeros(n if has_nb else 0, dtype=np.uint8)
-            self.next = np.zeros(n if has_nb else 0, dtype=np.uint8)
-            self.score = np.zeros(n if has_score else 0, dtype=np.uint8)
-            self.fill = np.zeros(self.nbuckets, dtype=np.uint8)
+            for name, (dtype, size) in self._layout.items():
+                setattr(self, name, np.zeros(size, dtype=dtype))
             seed = np.uint64(config.seed) ^ np.uint64(0x9E3779B97F4A7C15)
             self.rng = np.array([seed if seed else np.uint64(1)], dtype=np.uint64)
         else:
-            self._restore(arrays, n, has_off, has_nb, has_score)
+            self._restore(arrays)
 
-    def _restore(self, arrays: dict[str, Any], n: int, off: bool, nb: bool, sc: bool) -> None:
-        expected = {
-            **self._layout,
-            "offset": (np.uint8, n if off else 0), "prev": (np.uint8, n if nb else 0),
-            "next": (np.uint8, n if nb else 0), "score": (np.uint8, n if sc else 0),
-            "fill": (np.uint8, self.nbuckets), "rng": (np.uint64, 1),
-        }  # fmt: skip
-        for name, (dtype, size) in expected.items():
+    def _restore(self, arrays: dict[str, Any]) -> None:
+        for name, (dtype, size) in self._layout.items():
             value = arrays.get(name)
             if not isinstance(value, np.ndarray) or value.dtype != dtype or value.shape != (size,):
                 raise StoreError(f"saved origin table field {name!r} is missing or malformed")
             setattr(self, name, np.array(value))
+        self._check()
+
+    def _check(self) -> None:
+        """Cheap consistency checks of restored arrays (a damaged file is refused)."""
+        bsize = self.bucket_size
+        fill = self.fill.astype(np.int64)
+        ring = self.policy == LRU and bsize <= 128
+        if (fill > (2 * bsize - 1 if ring else bsize)).any():
+            raise StoreError("saved origin table has a bucket fill beyond its size")
+        if self.adaptive:
+            used = np.arange(self.capacity) % bsize < np.repeat(np.minimum(fill, bsize), bsize)
+            loose = np.bincount(
+                np.arange(self.capacity)[used & ((self.origin & 1) == 1)] // bsize,
+                minlength=self.nbuckets,
+            )
+            if not np.array_equal(loose, self.loose.astype(np.int64)):
+                raise StoreError("saved origin table's loose counts do not match its entries")
 
     @property
     def capacity(self) -> int:
@@ -368,27 +554,60 @@ class BucketTable:
         """Number of shingles currently stored."""
         return int(np.minimum(self.fill, self.bucket_size).sum(dtype=np.int64))
 
-    def probe(self, fps: U64, own: int, insert: BOOL | None = None) -> tuple[Hits, I64]:
+    def stored_origins(self) -> I64:
+        """The origin ordinal of every stored entry (for analyses)."""
+        bsize = self.bucket_size
+        used = np.arange(self.capacity) % bsize < np.repeat(
+            np.minimum(self.fill, bsize).astype(np.int64), bsize
+        )
+        return np.asarray(self.origin[used], dtype=np.int64) >> 1
+
+    def probe(
+        self,
+        fps: U64,
+        own: int,
+        insert: BOOL | None = None,
+        facts: Probe | None = None,
+        readonly: bool = False,
+    ) -> tuple[Hits, I64]:
         """Look up / insert each fingerprint in order; returns hits and evicted origins.
 
-        ``insert`` (optional, one bool per fingerprint): store only those misses."""
-        if self.config.origin_bytes == 4 and own >= 1 << 32:
-            raise CapacityError("origin_bytes=4 stores 4-byte origins: at most 2^32 documents")
+        ``insert`` (optional, one bool per fingerprint): store only those misses; ``facts``:
+        see :class:`Probe`.  :attr:`last_inserted` is then the number of entries stored."""
+        limit = 1 << (31 if self.config.origin_bytes == 4 else 62)
+        if own >= limit:
+            raise CapacityError(
+                f"origin_bytes={self.config.origin_bytes} stores origins below 2^"
+                f"{limit.bit_length() - 1}: the stream is longer than that"
+            )
+        facts = facts or Probe()
+        if insert is None:
+            insert = facts.insert
         m = fps.shape[0]
         found = np.zeros(m, dtype=np.bool_)
         origin = np.full(m, own, dtype=np.int64)
         off = np.zeros(m, dtype=np.uint8)
         prev = np.zeros(m, dtype=np.uint8)
         nxt = np.zeros(m, dtype=np.uint8)
+        lost = np.ones(m, dtype=np.bool_) if not self.adaptive else np.zeros(m, dtype=np.bool_)
         evicted = np.empty(m, dtype=np.int64)
+        offs = facts.offsets
+        if offs is None:
+            offs = (np.arange(m, dtype=np.int64) & 255).astype(np.uint8)
+        pb, nb = facts.prev, facts.next
+        if pb is None or nb is None:
+            pb, nb = _neighbour_bytes(fps)
         cfg = self.config
-        nev = _probe_insert(
+        nev, self.last_inserted, self.last_dropped = _probe_insert(
             fps, own, self.nbuckets, self.bucket_size, self.tag_hi, self.tag_lo, self.origin,
-            self.offset, self.prev, self.next, self.score, self.fill, self.rng, self._policy,
-            cfg.copycount_saturated, cfg.lucky_limit, found, origin, off, prev, nxt, evicted,
-            np.zeros(0, dtype=np.bool_) if insert is None else insert,
+            self.offset, self.prev, self.next, self.score, self.fill, self.loose, self.lost,
+            self.rng, self.policy, cfg.copycount_saturated, cfg.lucky_limit, found, origin,
+            off, prev, nxt, lost, evicted,
+            _EMPTY_BOOL if insert is None else insert,
+            _EMPTY_BOOL if facts.anchor is None or not self.adaptive else facts.anchor,
+            offs, pb, nb, readonly,
         )  # fmt: skip
-        return Hits(found, origin, off, prev, nxt), evicted[:nev]
+        return Hits(found, origin, off, prev, nxt, lost), evicted[:nev]
 
     def add_scores(self, fps: U64, bonus: I64) -> None:
         """Apply lucky increments to the fingerprints still stored."""
@@ -403,10 +622,14 @@ class BucketTable:
 
 
 class UnlimitedTable:
-    """Reference-mode table: every fingerprint kept forever (a dict; memory grows)."""
+    """Reference-mode table: every fingerprint kept forever (a dict; memory grows).  It never
+    loses anything, so ``Hits.maybe_lost`` is all False (all True outside adaptive mode,
+    where estimation is not gated)."""
 
     def __init__(self, config: OriginConfig, arrays: dict[str, Any] | None = None) -> None:
         self.config = config
+        self.last_inserted = 0
+        self.last_dropped = 0
         self._facts: dict[int, tuple[int, int, int, int]] = {}
         if arrays is not None:
             keys = arrays.get("keys")
@@ -414,6 +637,9 @@ class UnlimitedTable:
             if (
                 not isinstance(keys, np.ndarray)
                 or not isinstance(facts, np.ndarray)
+                or keys.dtype != np.uint64
+                or facts.dtype != np.int64
+                or keys.ndim != 1
                 or facts.shape != (keys.shape[0], 4)
             ):
                 raise StoreError("saved unlimited origin table is malformed")
@@ -430,30 +656,53 @@ class UnlimitedTable:
         """Rough bytes of the dict (grows with the stream)."""
         return len(self._facts) * 200
 
-    def probe(self, fps: U64, own: int, insert: BOOL | None = None) -> tuple[Hits, I64]:
-        """Look up / insert each fingerprint in order (never evicts); ``insert`` as for
-        :meth:`BucketTable.probe`."""
+    def stored_origins(self) -> I64:
+        """The origin ordinal of every stored entry."""
+        return np.array([f[0] for f in self._facts.values()], dtype=np.int64)
+
+    def probe(
+        self,
+        fps: U64,
+        own: int,
+        insert: BOOL | None = None,
+        facts: Probe | None = None,
+        readonly: bool = False,
+    ) -> tuple[Hits, I64]:
+        """Look up / insert each fingerprint in order (never evicts); ``insert``, ``facts``
+        and ``readonly`` as for :meth:`BucketTable.probe` (anchors make no difference)."""
+        facts = facts or Probe()
+        if insert is None:
+            insert = facts.insert
         m = fps.shape[0]
         found = np.zeros(m, dtype=np.bool_)
         origin = np.full(m, own, dtype=np.int64)
         off = np.zeros(m, dtype=np.uint8)
-        prev_b, next_b = _neighbour_bytes(fps)
+        prev_b, next_b = (
+            (facts.prev, facts.next)
+            if facts.prev is not None and facts.next is not None
+            else _neighbour_bytes(fps)
+        )
+        offs = facts.offsets
+        offs_l = (np.arange(m) & 255).tolist() if offs is None else offs.tolist()
         prev = np.zeros(m, dtype=np.uint8)
         nxt = np.zeros(m, dtype=np.uint8)
-        facts = self._facts
-        get = facts.get
+        facts_ = self._facts
+        get = facts_.get
         pb = prev_b.tolist()
         nb = next_b.tolist()
-        keep = [True] * m if insert is None else insert.tolist()
+        keep = [not readonly] * m if insert is None else (insert & (not readonly)).tolist()
+        before = len(facts_)
         for j, fp in enumerate(fps.tolist()):
             hit = get(fp)
             if hit is None:
                 if keep[j]:
-                    facts[fp] = (own, j & 255, pb[j], nb[j])
+                    facts_[fp] = (own, offs_l[j], pb[j], nb[j])
             else:
                 found[j] = True
                 origin[j], off[j], prev[j], nxt[j] = hit
-        return Hits(found, origin, off, prev, nxt), np.empty(0, dtype=np.int64)
+        lost = np.full(m, not self.config.adaptive, dtype=np.bool_)
+        self.last_inserted = len(facts_) - before
+        return Hits(found, origin, off, prev, nxt, lost), np.empty(0, dtype=np.int64)
 
     def add_scores(self, fps: U64, bonus: I64) -> None:
         """No eviction, so scores are not kept."""

@@ -144,7 +144,7 @@ function highlighted(text, report, ownId) {
   return segments;
 }
 
-function renderOrigins(report, ownId) {
+function renderOrigins(report, ownId, text) {
   const counts = new Map();
   for (const s of report.segments || []) {
     if (!s.origin || s.origin === ownId) continue;
@@ -153,9 +153,27 @@ function renderOrigins(report, ownId) {
   const items = [...counts.entries()].sort((a, b) => b[1] - a[1]);
   fill($("view-origins"), items, ([id, chars]) => {
     const info = (report.origins || {})[id] || {};
+    const compare = ownId ? el("button", { className: "compare", type: "button", "data-source": id,
+      onclick: () => compareWith(report, ownId, id, text) }, "compare") : null;
     return el("li", {}, articleLink(id, info.title || id),
-      el("small", {}, `${chars} characters copied · ${day(info.date)}`));
+      el("small", {}, `${chars} characters copied · ${day(info.date)}`), compare);
   }, "Nothing copied from stored articles.");
+}
+
+// Compare the article with one chosen source: the aligner's passages (verbatim or reworded),
+// each ending where the copying ends, so new sentences between them stay unmarked.
+async function compareWith(report, ownId, sourceId, text) {
+  let aligned;
+  try {
+    aligned = await api("/v1/align", { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: ownId, source: sourceId }) });
+  } catch (error) { showError(`Comparison failed: ${error.message}`); return; }
+  const segments = aligned.passages.map((p) => ({ start: p.this_offset, end: p.this_offset + p.this_length, origin: sourceId }));
+  highlighted(text, { segments, origins: aligned.origins }, ownId);
+  const chars = segments.reduce((n, s) => n + s.end - s.start, 0);
+  const share = text.length ? Math.round(100 * chars / text.length) : 0;
+  const back = el("a", { href: "#", onclick: (event) => { event.preventDefault(); showOrigin(report, text, ownId); } }, "show all origins");
+  $("view-summary").replaceChildren(`${segments.length} passage(s), ${share}% of the article, taken from ${sourceId} (verbatim or reworded) · `, back);
 }
 
 function summary(report, ownId) {
@@ -168,7 +186,7 @@ function summary(report, ownId) {
 
 async function showOrigin(report, text, ownId) {
   highlighted(text, report, ownId);
-  renderOrigins(report, ownId);
+  renderOrigins(report, ownId, text);
   $("view-summary").textContent = summary(report, ownId);
 }
 
