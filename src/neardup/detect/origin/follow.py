@@ -8,14 +8,15 @@ after the same prefix of the log (the stream is deterministic).  The HTTP servic
 Python API and ``neardup origin --follow`` use it, so they are one engine and give one
 answer for one stream.
 
-Checkpoint (``state_path``): the detector's state, the log position, the reports kept
-and a fingerprint of the store in one file (:mod:`.persist`: atomic, checksummed).  On
-start a checkpoint is used only when it is intact, made with the same configuration and
-verified against the store: the store's id (``store_uuid``), and a digest of the last
-:data:`TAIL` log entries up to the saved position, recomputed from the store, must match.
-Anything else (missing, damaged, another store, a store restored from an older copy, a log
-that was rewritten) is refused with a message (:attr:`StoreFollower.checkpoint_note`, also
-logged) and the state is rebuilt from the log: a lost speed-up, never a wrong answer.
+Checkpoint (``state_path``): the detector's state, the reports kept and the log position in
+one state file (:mod:`.persist`, i.e. :mod:`neardup.store.checkpoint`: atomic, digest
+checked), pinned to the store's history by a :class:`~neardup.store.checkpoint.LogMark` (the
+store's identity, the last log entry applied and the transaction that wrote it), as the news
+stream's checkpoint is. On start a checkpoint is used only when it is intact, made with the
+same configuration and its mark is in the store's log. Anything else (missing, damaged,
+another store, a store restored from an older copy, a log that was rewritten) is refused
+with a message (:attr:`StoreFollower.checkpoint_note`, also logged) and the state is rebuilt
+from the log: a lost speed-up, never a wrong answer.
 
 Reports: the report of each stored article is the one computed when the stream reached it;
 the last ``report_cache`` are kept (an older one is answered ``NotFoundError`` with a hint).
@@ -32,21 +33,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import xxhash
 
 from neardup.detect.origin.config import OriginConfig
 from neardup.detect.origin.engine import OriginDetector
 from neardup.detect.origin.persist import load_state, save_state
 from neardup.detect.origin.records import OriginReport
-from neardup.errors import NearDupError, NotFoundError, StoreError
+from neardup.errors import NearDupError, NotFoundError, StateFileError, StoreError
+from neardup.store.checkpoint import LogMark, check_mark
 
-__all__ = ["TAIL", "StoreFollower"]
+__all__ = ["StoreFollower"]
 
 log = logging.getLogger("neardup.origin")
 
-TAIL = 64  # log entries whose digest ties a checkpoint to the store
 _BATCH = 1000
-_FOLLOW_VERSION = 1
+_FOLLOW_VERSION = 2
 
 
 class StoreFollower:
@@ -131,31 +131,14 @@ class StoreFollower:
         except (KeyError, ValueError, TypeError, NearDupError):
             return None
 
-    def _store_id(self) -> str:
-        getter = getattr(self.store, "meta_get", None)
-        value = getter("store_uuid") if callable(getter) else None
-        return value or ""
-
-    def _tail_digest(self, upto: int) -> str:
-        """Digest of the log entries in ``(upto - TAIL, upto]`` as the store has them now."""
-        h = xxhash.xxh3_64(seed=0x7A11)
-        if upto > 0:
-            for e in self.store.log_since(max(0, upto - TAIL), TAIL):
-                if e.seq > upto:
-                    break
-                h.update(f"{e.seq}|{e.op}|{e.article_seq}|{e.arg}|{e.fingerprint}\n".encode())
-        return h.hexdigest()
-
     def save(self) -> None:
         """Write the checkpoint (atomically); nothing to do without ``state_path``."""
         if self.state_path is None:
             return
         meta = {
             "version": _FOLLOW_VERSION,
-            "store": self._store_id(),
-            "applied": self.applied,
+            "mark": LogMark.of(self.store, self.applied).to_dict(),
             "documents": self.documents,
-            "tail": self._tail_digest(self.applied),
         }
         arrays = self.detector.state_arrays()
         arrays["follow_meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
@@ -178,7 +161,7 @@ class StoreFollower:
             log.warning("%s", self.checkpoint_note)
             return
         self.detector = detector
-        self.applied = int(meta["applied"])
+        self.applied = LogMark.from_dict(meta["mark"]).log_seq
         self.documents = int(meta["documents"])
         self._reports = OrderedDict((str(k), v) for k, v in reports[-self._capacity :])
         self.restored = True
@@ -189,17 +172,12 @@ class StoreFollower:
             return f"has version {meta.get('version')}"
         if detector.config != self.config:
             return f"was made with another configuration ({detector.config.label})"
-        if meta.get("store") != self._store_id():
-            return "belongs to another store"
-        applied = int(meta["applied"])
         try:
-            last = self.store.last_log_seq()
+            check_mark(self.store, LogMark.from_dict(meta.get("mark")))
+        except StateFileError as exc:
+            return f"does not match the store ({exc})"
         except StoreError as exc:
             return f"cannot be checked against the store ({exc})"
-        if applied > last:
-            return f"is ahead of the store's log ({applied} > {last}: a restored store?)"
-        if meta.get("tail") != self._tail_digest(applied):
-            return "does not match the store's log (restored or rewritten since it was saved)"
         if int(meta["documents"]) != detector.documents_processed:
             return "is inconsistent (document counts differ)"
         return None
