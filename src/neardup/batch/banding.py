@@ -30,8 +30,8 @@ import functools
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
+from neardup._jit import compiled_worthwhile, njit
 from neardup.errors import ConfigError
 from neardup.shingles import mix64
 
@@ -211,9 +211,12 @@ def _stable_sort_by_key(keys: U64, docs: I64) -> tuple[U64, I64]:
     """``keys`` and ``docs`` reordered by ``np.argsort(keys, kind="stable")``: a
     least-significant-digit radix sort, four stable passes of 16 bits (exact; tested
     against lexsort)."""
-    result: tuple[U64, I64] = _radix_sort(
-        np.ascontiguousarray(keys, dtype=np.uint64), np.ascontiguousarray(docs, dtype=np.int64)
-    )
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    docs = np.ascontiguousarray(docs, dtype=np.int64)
+    if not compiled_worthwhile(10_000 + 100 * keys.shape[0]):
+        order = np.argsort(keys, kind="stable")
+        return keys[order], docs[order]
+    result: tuple[U64, I64] = _radix_sort(keys, docs)
     return result
 
 
