@@ -190,3 +190,21 @@ def test_pair_overlaps_equal_set_arithmetic_on_both_paths(sets: list[frozenset[i
     for compiled in (True, False):
         with forced(compiled):
             assert pair_overlaps(flat, offsets, left, right).tolist() == expected
+
+
+def test_default_bands_weight_false_negatives() -> None:
+    """The batch default: the datasketch criterion with false negatives weighted 9 to 1.
+    At 0.5 that is 32 x 4; at every threshold it finds a pair at the threshold at least as
+    often as the equal weights do (more bands of fewer rows, or the same)."""
+    from neardup.batch.banding import FALSE_NEGATIVE_WEIGHT, default_bands
+
+    assert FALSE_NEGATIVE_WEIGHT == 0.9
+    assert default_bands(0.5, 128) == (32, 4)
+    for threshold in (0.3, 0.5, 0.7, 0.8, 0.9):
+        bands, rows = default_bands(threshold, 128)
+        equal_b, equal_r = lsh_bands(threshold, 128)
+        assert bands * rows <= 128
+        found = 1 - (1 - threshold**rows) ** bands
+        assert found >= 1 - (1 - threshold**equal_r) ** equal_b
+    lsh = pytest.importorskip("datasketch.lsh")
+    assert default_bands(0.7, 128) == lsh._optimal_param(0.7, 128, 0.1, 0.9)
