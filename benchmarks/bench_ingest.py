@@ -21,7 +21,7 @@ Measures, in one process, one core:
   on those candidates and on its own (``overlap+lsh0.1``, the defaults): rate, decisions per
   status, and how many decisions each stage changes.
 * ``--verify`` and ``--config JSON`` set the main run's ``StreamConfig`` (default: the
-  defaults).
+  defaults); ``--typographic`` prints every article with a news site's punctuation.
 * **durability**: ``synchronous=normal`` vs ``full``, batch ``--batch`` vs batch 1.
 * **baseline**: the ``simhash`` package's ``SimhashIndex(k=3)`` (in memory, no store, no
   verification) on the same ``--stage-n`` articles: what a user would otherwise pick.  Its
@@ -247,6 +247,12 @@ def main() -> None:
     ap.add_argument("--main-only", action="store_true", help="skip stages, durability, baseline")
     ap.add_argument("--out", default="ingest", help="results/<out>.json (e.g. ingest_1m)")
     ap.add_argument(
+        "--typographic",
+        action="store_true",
+        help="print every article with a news site's punctuation (_corpora.typographic): the "
+        "same stream as non-ASCII text",
+    )
+    ap.add_argument(
         "--verify",
         choices=("shingles", "overlap", "lcs", "none"),
         default=None,
@@ -260,6 +266,10 @@ def main() -> None:
     )
     args = ap.parse_args()
     docs = load_reuters()
+    if args.typographic:
+        from _corpora import typographic
+
+        docs = [{**d, "text": typographic(d["text"])} for d in docs]
     out: dict[str, Any] = {
         "machine": machine_info(),
         "reuters_articles": len(docs),

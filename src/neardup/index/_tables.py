@@ -562,14 +562,6 @@ class BandTables:
             grown_next[: self.next.shape[0]] = self.next
             self.next = grown_next
 
-    def insert(self, keys: U64, rows: U32) -> None:
-        """Add rows with their band keys (``keys`` is (bands, k))."""
-        if rows.shape[0] == 0:
-            return
-        self.reserve(rows.shape[0], int(rows.max()) + 1)
-        keys = np.ascontiguousarray(keys, dtype=np.uint64)
-        self.used = int(insert_rows(self.slots, self.next, self.band_used, keys, rows))
-
     def clear(self, rows: int) -> None:
         """Empty tables sized for ``rows`` rows."""
         capacity = 1 << 10
@@ -618,17 +610,6 @@ def insert_one(
             slots[band, pos] = entry
             return
         pos = (pos + np.uint64(1)) & mask
-
-
-@njit(cache=True)
-def insert_rows(
-    slots: U64, nxt: U32, used: I64, keys: U64, rows: U32
-) -> np.int64:  # pragma: no cover - compiled
-    """Add each row to its key's chain in every band; the most slots now used in a band."""
-    for b in range(keys.shape[0]):
-        for i in range(rows.shape[0]):
-            insert_one(slots, nxt, used, b, keys[b, i], rows[i])
-    return used.max()
 
 
 @njit(cache=True)

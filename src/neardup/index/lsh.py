@@ -188,17 +188,6 @@ def _table_key(sig: U64, band: int, rows: int) -> np.uint64:  # pragma: no cover
     return _mix(h)
 
 
-@njit(cache=True)
-def _table_keys_of(values: U64, bands: int, rows: int) -> U64:  # pragma: no cover - compiled
-    """(bands, n) :func:`_table_key` of the (n, num_perm) signatures."""
-    n = values.shape[0]
-    out = np.empty((bands, n), dtype=np.uint64)
-    for i in range(n):
-        for b in range(bands):
-            out[b, i] = _table_key(values[i], b, rows)
-    return out
-
-
 @njit(cache=True, inline="always")
 def _store(
     sig: U64,
@@ -452,7 +441,16 @@ class LSHIndex(RowIndex):
         return self.config.buffer_size
 
     def _insert_tables(self, values: U64, rows: U32) -> None:
-        self._tables.insert(_table_keys_of(values, self.bands, self.rows), rows)
+        """New rows ``rows`` (consecutive, as every caller adds them) holding ``values``."""
+        if rows.shape[0] == 0:
+            return
+        tables = self._tables
+        start, end = int(rows[0]), int(rows[-1]) + 1
+        tables.reserve(rows.shape[0], end)
+        tables.used = _add_block(
+            np.ascontiguousarray(values), start, self._values, self._alive, tables.slots,
+            tables.next, tables.band_used, self.bands, self.rows,
+        )  # fmt: skip
 
     def _compact_tables(self, renumber: npt.NDArray[np.int64]) -> None:
         """Nothing before the values move: :meth:`_rebuild_tables` hashes them again."""
