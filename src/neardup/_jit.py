@@ -25,7 +25,7 @@ import contextlib
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
 
 __all__ = ["REFERENCE_BUDGET", "compiled_worthwhile", "forced", "njit"]
 
@@ -121,8 +121,18 @@ def _bind(namespace: dict[str, Any]) -> None:
             namespace[name] = value.dispatcher()
 
 
+@overload
+def njit(fn: F, /) -> F: ...
+
+
+@overload
+def njit(**options: Any) -> Callable[[F], F]: ...
+
+
 def njit(*args: Any, **options: Any) -> Any:
-    """``numba.njit`` deferred to the first call: ``@njit`` or ``@njit(cache=True, ...)``."""
+    """``numba.njit`` deferred to the first call: ``@njit`` or ``@njit(cache=True, ...)``.
+
+    Typed as returning the function itself, so callers are checked against its signature."""
     if args and callable(args[0]) and not options:
         return cast(Any, LazyKernel(args[0], {}))
 

@@ -131,7 +131,7 @@ def _set_many(
 
 @njit(cache=True, inline="always")
 def _is(classes: npt.NDArray[np.uint8], c: int, bit: int) -> bool:
-    return (classes[c] & bit) != 0
+    return bool(classes[c] & bit)
 
 
 @njit(cache=True, inline="always")
@@ -388,17 +388,17 @@ class Scan(NamedTuple):
 
     work: npt.NDArray[np.uint64]
     bound: int
-    count: int
+    size: int
     missed: int
     waiting: int
     stop: int
 
     def values(self) -> npt.NDArray[np.uint64]:
-        return self.work[: self.count]
+        return self.work[: self.size]
 
     def spans(self) -> npt.NDArray[np.int64]:
         at = 5 * self.bound
-        return self.work[at : at + 2 * self.count].view(np.int64)
+        return self.work[at : at + 2 * self.size].view(np.int64)
 
     def misses(self) -> npt.NDArray[np.int64]:
         return self.work[self.bound : self.bound + 3 * self.missed].view(np.int64)
@@ -446,7 +446,7 @@ def resolve(
         return scan.values(), scan.spans()
     values, spans, ok = _resolve(
         table.keys, table.values, pieces.slot_pieces, piece_values, pieces.piece_spans,
-        scan.work, scan.bound, scan.count, scan.waiting,
+        scan.work, scan.bound, scan.size, scan.waiting,
     )  # fmt: skip
     return (values, spans) if ok else None
 

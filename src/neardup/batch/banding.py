@@ -208,7 +208,7 @@ def bucket_pairs(keys: U64, docs: I64, max_bucket: int) -> I64:
     return unique_pairs(pairs)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True)
 def _radix_sort(keys: U64, docs: I64) -> tuple[U64, I64]:
     n = keys.shape[0]
     current = keys.copy()

@@ -142,7 +142,7 @@ def _joined(texts: list[str], config: TextConfig, width: int) -> tuple[U64, I64]
     return vals, offsets
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True)
 def _sort_unique_rows(flat: U64, offsets: I64) -> tuple[U64, I64]:
     n = offsets.shape[0] - 1
     out = np.empty(flat.shape[0], dtype=np.uint64)
@@ -190,7 +190,7 @@ def permutation_params(num_perm: int, seed: int) -> tuple[U64, U64]:
     return a, b
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True)
 def _minhash_kernel(flat: U64, offsets: I64, a: U64, b: U64) -> U64:
     n = offsets.shape[0] - 1
     k = a.shape[0]

@@ -235,7 +235,7 @@ def _add_one(
     keys = np.empty(bands, dtype=np.uint64)
     first = np.empty(bands, dtype=np.uint64)
     _store(sig, values, alive, row, slots, nxt, used, keys, first, bands, rows)
-    return used.max()
+    return np.int64(used.max())
 
 
 @njit(cache=True)
@@ -255,7 +255,7 @@ def _add_block(
     first = np.empty(bands, dtype=np.uint64)
     for i in range(block.shape[0]):
         _store(block[i], values, alive, start + i, slots, nxt, used, keys, first, bands, rows)
-    return used.max()
+    return np.int64(used.max())
 
 
 @njit(cache=True)
@@ -363,8 +363,8 @@ def _query_one(
     out = np.empty(_FIRST_OUT, dtype=np.int64)
     k = _query_into(q, values, alive, slots, nxt, slots.shape[0], rows, need, True, out)
     if k == 1:
-        return ((out[0] << _COUNT_BITS) | out[_FIRST_OUT // 4]) + 1
-    return np.int64(0) if k == 0 else -abs(k)
+        return np.int64(((out[0] << _COUNT_BITS) | out[_FIRST_OUT // 4]) + 1)
+    return np.int64(0) if k == 0 else np.int64(-abs(k))
 
 
 @njit(cache=True)
@@ -653,8 +653,8 @@ class LSHIndex(RowIndex):
         if self._pending:
             self._flush()
         tables = self._tables
-        code: int = _query_one(
-            q, self._values, self._alive, tables.slots, tables.next, self.rows, need
+        code = int(
+            _query_one(q, self._values, self._alive, tables.slots, tables.next, self.rows, need)
         )
         if code == 0:
             return []  # the usual answer for a new document
