@@ -461,13 +461,19 @@ def main() -> None:
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     if not args.table_only:
-        log: dict[str, Any] = {"quick": args.quick, "sections": {}}
+        # A partial run (--only) updates its sections and keeps the others' records.
+        previous = OUT / "sections.json"
+        log: dict[str, Any] = {"sections": {}}
+        if previous.exists() and set(args.only.split(",")) != set(SECTIONS):
+            log = json.loads(previous.read_text())
+        log["quick"] = args.quick
         started = time.time()
         for name in args.only.split(","):
             before = loadavg()
             t0 = time.time()
             SECTIONS[name](args.quick)
             log["sections"][name] = {
+                "quick": args.quick,
                 "load_before": before,
                 "load_after": loadavg(),
                 "seconds": round(time.time() - t0, 1),
