@@ -19,7 +19,8 @@ Measures, in one process, one core:
   candidates (``max_verified`` 8) and no SimHash reach beyond seed 003's duplicate distance
   (``similar_max_distance`` 3): rate, decisions per status, and how many decisions each
   changes.
-* ``--config JSON`` sets the main run's ``CandidateConfig`` fields (default: the defaults).
+* ``--config JSON`` sets the main run's ``CandidateConfig`` fields (default: the defaults);
+  ``--typographic`` prints every article with a news site's punctuation.
 * **durability**: ``synchronous=normal`` vs ``full``, batch ``--batch`` vs batch 1.
 * **baseline**: the ``simhash`` package's ``SimhashIndex(k=3)`` (in memory, no store, no
   verification) on the same ``--stage-n`` articles: what a user would otherwise pick.  Its
@@ -245,12 +246,22 @@ def main() -> None:
     ap.add_argument("--main-only", action="store_true", help="skip stages, durability, baseline")
     ap.add_argument("--out", default="ingest", help="results/<out>.json (e.g. ingest_1m)")
     ap.add_argument(
+        "--typographic",
+        action="store_true",
+        help="print every article with a news site's punctuation (_corpora.typographic): the "
+        "same stream as non-ASCII text",
+    )
+    ap.add_argument(
         "--config",
         default="{}",
         help="CandidateConfig fields for the main run, as JSON (e.g. '{\"max_verified\": 8}')",
     )
     args = ap.parse_args()
     docs = load_reuters()
+    if args.typographic:
+        from _corpora import typographic
+
+        docs = [{**d, "text": typographic(d["text"])} for d in docs]
     out: dict[str, Any] = {
         "machine": machine_info(),
         "reuters_articles": len(docs),

@@ -12,13 +12,27 @@ half fresh.
 
 All three use the same band layout (``--bands`` x ``--rows``, default 16 x 8 = 128: the
 datasketch/neardup tuning for threshold 0.7 with weights 0.5/0.5 is (14, 9); a layout that
-divides num_perm is used so rensa's ``num_bands`` gives identical bands).  Each library runs
-in its own forked process: insert one signature at a time (objects built outside the timed
-loop), then query one at a time; RSS growth of the process over the insert = index memory.
-neardup also reports ``add_many`` (bulk) and ``query_many`` (batch) and, unlike the others,
+divides num_perm is used so rensa's ``num_bands`` gives identical bands).
+
+Each contender runs in its own forked process (so no index evicts another's from the
+caches), ``--rounds`` times, the contenders alternated round by round (so the shared
+machine's drift falls on all of them alike); the figures are the min and median of the
+rounds, per CPU-second of the process (``time.thread_time``).  Before timing, each process
+warms up on a throwaway index of 2,000 signatures (inserts and queries), so a library that
+compiles or loads code on first use (numba for neardup) pays it there, not in the figures:
+start-up is measured apart (``run_all.py``).  Contenders:
+
+* single calls (``<lib>``): insert one signature at a time (objects built outside the timed
+  loop), then query one at a time: neardup ``LSHIndex.add`` / ``query`` (scores included),
+  datasketch ``MinHashLSH.insert`` / ``query``, rensa ``RMinHashLSH.insert`` / ``query``;
+* bulk (``<lib>-bulk``), each library's documented batch calls: neardup ``add_many`` of the
+  (n, 128) matrix and ``query_many``; rensa ``insert_many`` and ``query_all`` (its batch
+  API); datasketch ``insertion_session`` (queries one by one: it has no batch query).
+
+RSS growth of the process over the inserts = index memory.  neardup, unlike the others,
 returns every candidate *with its estimated Jaccard*.
 
-Run:  /work/venv/bin/python benchmarks/bench_lsh.py [--n 1000000] [--libs neardup,datasketch,rensa]
+Run:  python benchmarks/bench_lsh.py [--n 1000000] [--libs neardup,rensa,...] [--rounds 3]
 Writes benchmarks/results/lsh.json.  Bounded by ``--time-limit`` seconds of inserting per
 library: a library that would exceed it is run at the n it reached (stated in the output).
 """
@@ -26,6 +40,7 @@ library: a library that would exceed it is run at the n it reached (stated in th
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -77,6 +92,12 @@ class NeardupAdapter:
     def query(self, obj: Any) -> int:
         return len(self.index.query(obj))
 
+    def insert_bulk(self, start: int, matrix: np.ndarray, objs: list[Any]) -> None:
+        self.index.add_many(list(range(start, start + matrix.shape[0])), matrix)
+
+    def query_bulk(self, matrix: np.ndarray, objs: list[Any]) -> int:
+        return sum(len(r) for r in self.index.query_many(matrix))
+
 
 class DatasketchAdapter:
     name = "datasketch MinHashLSH"
@@ -97,6 +118,14 @@ class DatasketchAdapter:
 
     def query(self, obj: Any) -> int:
         return len(self.index.query(obj))
+
+    def insert_bulk(self, start: int, matrix: np.ndarray, objs: list[Any]) -> None:
+        with self.index.insertion_session() as session:
+            for key, obj in enumerate(objs, start):
+                session.insert(key, obj)
+
+    def query_bulk(self, matrix: np.ndarray, objs: list[Any]) -> int:
+        return sum(len(self.index.query(obj)) for obj in objs)
 
 
 def _varints(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -159,6 +188,12 @@ class RensaAdapter:
     def query(self, obj: Any) -> int:
         return len(self.index.query(obj))
 
+    def insert_bulk(self, start: int, matrix: np.ndarray, objs: list[Any]) -> None:
+        self.index.insert_many(objs, start)
+
+    def query_bulk(self, matrix: np.ndarray, objs: list[Any]) -> int:
+        return sum(len(r) for r in self.index.query_all(objs))
+
 
 ADAPTERS: dict[str, Callable[[int, int, int], Any]] = {
     "neardup": NeardupAdapter,
@@ -172,19 +207,41 @@ def chunks(n: int) -> Iterator[tuple[int, int]]:
         yield start, min(n, start + CHUNK)
 
 
+def _warm_up(lib: str, num_perm: int, bands: int, rows: int, bulk: bool) -> None:
+    """Insert and query 2,000 signatures on a throwaway index: code loaded on first use
+    (compiled kernels) is loaded here, outside the timed loops."""
+    sigs, qs = make_data(2_000, 200, num_perm, seed=99)
+    adapter = ADAPTERS[lib](num_perm, bands, rows)
+    objs, qobjs = adapter.objects(sigs), adapter.objects(qs)
+    if bulk:
+        adapter.insert_bulk(0, sigs, objs)
+        adapter.query_bulk(qs, qobjs)
+    else:
+        for key, obj in enumerate(objs):
+            adapter.insert(key, obj)
+        for obj in qobjs:
+            adapter.query(obj)
+
+
 def run_library(
     lib: str, sigs: np.ndarray, qs: np.ndarray, bands: int, rows: int, time_limit: float
 ) -> dict[str, Any]:
+    bulk = lib.endswith("-bulk")
+    name = lib.removesuffix("-bulk")
     num_perm = sigs.shape[1]
-    adapter = ADAPTERS[lib](num_perm, bands, rows)
+    _warm_up(name, num_perm, bands, rows, bulk)
+    adapter = ADAPTERS[name](num_perm, bands, rows)
     rss0 = rss_bytes()
     insert_s = insert_cpu = 0.0
     inserted = 0
     for start, end in chunks(sigs.shape[0]):
         objs = adapter.objects(sigs[start:end])
         t, c = time.perf_counter(), time.thread_time()
-        for key, obj in enumerate(objs, start):
-            adapter.insert(key, obj)
+        if bulk:
+            adapter.insert_bulk(start, sigs[start:end], objs)
+        else:
+            for key, obj in enumerate(objs, start):
+                adapter.insert(key, obj)
         insert_s += time.perf_counter() - t
         insert_cpu += time.thread_time() - c
         inserted = end
@@ -193,15 +250,16 @@ def run_library(
             break
     rss1 = rss_bytes()
     qobjs = adapter.objects(qs)
-    for obj in qobjs[:20]:
-        adapter.query(obj)
-    candidates = 0
     t, c = time.perf_counter(), time.thread_time()
-    for obj in qobjs:
-        candidates += adapter.query(obj)
+    if bulk:
+        candidates = adapter.query_bulk(qs, qobjs)
+    else:
+        candidates = 0
+        for obj in qobjs:
+            candidates += adapter.query(obj)
     query_s, query_cpu = time.perf_counter() - t, time.thread_time() - c
     out: dict[str, Any] = {
-        "library": adapter.name,
+        "library": adapter.name + (" (bulk)" if bulk else ""),
         "n_inserted": inserted,
         "stopped_by_time_limit": inserted < sigs.shape[0],
         "insert_per_s": inserted / insert_s,
@@ -212,36 +270,24 @@ def run_library(
         "index_rss_bytes": rss1 - rss0,
         "rss_bytes_per_doc": (rss1 - rss0) / inserted,
     }
-    if lib == "neardup":
+    if name == "neardup":
         out["array_bytes_per_doc"] = adapter.index.nbytes / inserted
     return out
 
 
-def run_neardup_bulk(sigs: np.ndarray, qs: np.ndarray, bands: int, rows: int) -> dict[str, Any]:
-    from neardup.index import LSHIndex
-
-    index = LSHIndex(num_perm=sigs.shape[1], bands=bands, rows=rows)
-    rss0 = rss_bytes()
-    t, c = time.perf_counter(), time.thread_time()
-    index.add_many(list(range(sigs.shape[0])), sigs)
-    add_s, add_cpu = time.perf_counter() - t, time.thread_time() - c
-    rss1 = rss_bytes()
-    index.query_many(qs[:10])
-    t, c = time.perf_counter(), time.thread_time()
-    results = index.query_many(qs)
-    q_s, q_cpu = time.perf_counter() - t, time.thread_time() - c
-    return {
-        "library": "neardup LSHIndex add_many / query_many (raw uint64 matrix)",
-        "n_inserted": sigs.shape[0],
-        "insert_per_s": sigs.shape[0] / add_s,
-        "insert_per_cpu_s": sigs.shape[0] / add_cpu,
-        "query_per_s": qs.shape[0] / q_s,
-        "query_per_cpu_s": qs.shape[0] / q_cpu,
-        "mean_candidates": sum(len(r) for r in results) / qs.shape[0],
-        "index_rss_bytes": rss1 - rss0,
-        "rss_bytes_per_doc": (rss1 - rss0) / sigs.shape[0],
-        "array_bytes_per_doc": index.nbytes / sigs.shape[0],
-    }
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Min and median over the rounds of each rate (per CPU-second and wall)."""
+    first = runs[0]
+    out = {k: first[k] for k in ("library", "n_inserted", "stopped_by_time_limit")}
+    for key in ("insert_per_cpu_s", "query_per_cpu_s", "insert_per_s", "query_per_s"):
+        values = [r[key] for r in runs]
+        out[key] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    out["mean_candidates"] = first["mean_candidates"]
+    out["rss_bytes_per_doc"] = statistics.median(r["rss_bytes_per_doc"] for r in runs)
+    if "array_bytes_per_doc" in first:
+        out["array_bytes_per_doc"] = first["array_bytes_per_doc"]
+    out["peak_rss_bytes"] = max(r["child_peak_rss_bytes"] for r in runs)
+    return out
 
 
 def main() -> None:
@@ -251,34 +297,44 @@ def main() -> None:
     parser.add_argument("--num-perm", type=int, default=128)
     parser.add_argument("--bands", type=int, default=16)
     parser.add_argument("--rows", type=int, default=8)
-    parser.add_argument("--libs", default="neardup,datasketch,rensa")
+    parser.add_argument(
+        "--libs",
+        default="neardup,rensa,datasketch,neardup-bulk,rensa-bulk",
+        help="contenders: neardup, rensa, datasketch, each with -bulk for its batch calls",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="alternated runs per contender")
     parser.add_argument("--time-limit", type=float, default=60.0, help="insert seconds per lib")
     parser.add_argument("--out", type=Path, default=RESULTS / "lsh.json")
     args = parser.parse_args()
     sigs, qs = make_data(args.n, args.queries, args.num_perm, seed=0)
     print(
         f"{args.n:,} signatures x {args.num_perm}, {args.queries:,} queries, "
-        f"{args.bands} bands x {args.rows} rows"
+        f"{args.bands} bands x {args.rows} rows, {args.rounds} rounds"
     )
-    runs = []
-    for lib in args.libs.split(","):
-        r = isolated(run_library, lib, sigs, qs, args.bands, args.rows, args.time_limit)
-        runs.append(r)
-        print(
-            f"{r['library']}: n {r['n_inserted']:,}, insert {r['insert_per_s']:,.0f}/s "
-            f"({r['insert_per_cpu_s']:,.0f}/CPU s), query {r['query_per_s']:,.0f}/s "
-            f"({r['query_per_cpu_s']:,.0f}/CPU s), {r['rss_bytes_per_doc']:.0f} B/doc RSS, "
-            f"peak {r['child_peak_rss_bytes'] / 2**30:.2f} GiB, "
-            f"{r['mean_candidates']:.2f} candidates/query"
-        )
-    bulk = None
-    if "neardup" in args.libs.split(","):
-        bulk = isolated(run_neardup_bulk, sigs, qs, args.bands, args.rows)
-        print(
-            f"{bulk['library']}: insert {bulk['insert_per_s']:,.0f}/s, "
-            f"query {bulk['query_per_s']:,.0f}/s, {bulk['rss_bytes_per_doc']:.0f} B/doc RSS, "
-            f"{bulk['array_bytes_per_doc']:.0f} B/doc arrays"
-        )
+    libs = args.libs.split(",")
+    runs: dict[str, list[dict[str, Any]]] = {lib: [] for lib in libs}
+    for _ in range(args.rounds):
+        for lib in libs:
+            r = isolated(run_library, lib, sigs, qs, args.bands, args.rows, args.time_limit)
+            runs[lib].append(r)
+            print(
+                f"{r['library']}: n {r['n_inserted']:,}, insert "
+                f"{r['insert_per_cpu_s']:,.0f}/CPU s, query {r['query_per_cpu_s']:,.0f}/CPU s, "
+                f"{r['rss_bytes_per_doc']:.0f} B/doc RSS, "
+                f"{r['mean_candidates']:.2f} candidates/query",
+                flush=True,
+            )
+    summary = {lib: _summary(rs) for lib, rs in runs.items()}
+    ratios = {}
+    pairs = [("neardup", "rensa"), ("neardup", "datasketch")]
+    pairs += [("neardup-bulk", "rensa-bulk"), ("neardup-bulk", "datasketch-bulk")]
+    for ours, theirs in pairs:
+        if ours in summary and theirs in summary:
+            for key in ("insert_per_cpu_s", "query_per_cpu_s"):
+                ratios[f"{ours}/{theirs} {key.split('_')[0]}"] = round(
+                    summary[ours][key]["median"] / summary[theirs][key]["median"], 3
+                )
+    print(ratios)
     result = {
         "machine": machine(("neardup", "numpy", "numba", "datasketch", "rensa")),
         "n": args.n,
@@ -286,10 +342,12 @@ def main() -> None:
         "num_perm": args.num_perm,
         "bands": args.bands,
         "rows": args.rows,
+        "rounds": args.rounds,
         "data": "synthetic MinHash model: 80% random 32-bit values, 20% near copies "
         "(each value kept w.p. s ~ U(0.5,1)); queries half near copies (s ~ U(0.6,1))",
-        "single_calls": runs,
-        "neardup_bulk": bulk,
+        "contenders": summary,
+        "ratios_of_medians": ratios,
+        "runs": runs,
         "data_bytes_in_parent": int(sigs.nbytes + qs.nbytes),
     }
     save(args.out, result)

@@ -19,8 +19,10 @@ Writes benchmarks/results/resultset.json.
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -75,6 +77,9 @@ def measure(sig_sets: list[list[Signature]], repeat: int, baseline_repeat: int) 
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="resultset", help="results/<out>.json, or a path")
+    args = parser.parse_args()
     texts = load_texts()
     print(f"{len(texts)} Reuters articles with >= 200 characters")
     signed: dict[str, Signature] = {}
@@ -109,9 +114,9 @@ def main() -> None:
     boiler = [[t + " " + BOILERPLATE for t in ranked] for ranked in boiler]
     results["worst_case_shared_boilerplate_100"] = measure(sign_all(boiler), 100, 3)
     print("100 items, shared boilerplate sentence:", results["worst_case_shared_boilerplate_100"])
-    print(
-        "wrote", save("resultset", results, libraries=("neardup", "numpy", "xxhash", "PyStemmer"))
-    )
+    target = Path(args.out) if "/" in args.out else args.out
+    libraries = ("neardup", "numpy", "xxhash", "PyStemmer")
+    print("wrote", save(target, results, libraries=libraries))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._jit import forced
 from neardup.batch.banding import (
     band_keys_bottomk,
     band_keys_simhash,
@@ -113,24 +114,58 @@ def _texts(reuters_docs: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def test_partition_shingles_equal_per_document_sets(reuters_docs: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize("compiled", [True, False])
+def test_partition_shingles_equal_per_document_sets(
+    reuters_docs: list[dict[str, Any]], compiled: bool
+) -> None:
+    """Joined (ASCII and Unicode texts together, typographic punctuation included), and the
+    per-document fallback when a text holds the separator word; with the compiled kernels
+    and with the small-input numpy paths."""
     texts = _texts(reuters_docs)
-    for width in (1, 4, 7):
-        cfg = ShingleSetConfig(width=width, text=TextConfig())
-        flat, offsets = unique_rows(*partition_shingles(texts, cfg.text, width))
-        for i, text in enumerate(texts):
-            assert np.array_equal(flat[offsets[i] : offsets[i + 1]], shingle_hashes(text, cfg))
-    # The separator fallback path: every text ASCII, one containing the separator word.
-    ascii_texts = [t for t in texts if t.isascii()]
-    flat, offsets = unique_rows(*partition_shingles(ascii_texts, TextConfig(), 4))
-    cfg = ShingleSetConfig(width=4)
-    for i, text in enumerate(ascii_texts):
-        assert np.array_equal(flat[offsets[i] : offsets[i + 1]], shingle_hashes(text, cfg))
+    curly = [t.replace("'", "’").replace('"', "“") for t in texts[1:60]]
+    joined = [t for t in texts if "qxzv" not in t] + curly
+    with forced(compiled):
+        for batch in (joined, texts):
+            for width in (1, 4, 7):
+                cfg = ShingleSetConfig(width=width, text=TextConfig())
+                flat, offsets = unique_rows(*partition_shingles(batch, cfg.text, width))
+                for i, text in enumerate(batch):
+                    got = flat[offsets[i] : offsets[i + 1]]
+                    assert np.array_equal(got, shingle_hashes(text, cfg))
 
 
-def test_minhash_matrix_is_byte_identical_to_sign(reuters_docs: list[dict[str, Any]]) -> None:
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=12), max_size=12),
+    st.integers(1, 40),
+)
+def test_small_input_paths_equal_the_kernels(rows: list[list[int]], num_perm: int) -> None:
+    """unique_rows, minhash_matrix and the bucket sort without numba give the kernels'
+    results."""
+    flat = np.array([v for row in rows for v in row], dtype=np.uint64)
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(row) for row in rows], out=offsets[1:])
+    keys = flat % np.uint64(7) + np.uint64(1)  # repeated keys: real buckets
+    docs = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(offsets))
+    results = []
+    for compiled in (True, False):
+        with forced(compiled):
+            sets = unique_rows(flat, offsets)
+            values, lengths = minhash_matrix(*sets, num_perm, 3)
+            results.append((sets, values[lengths > 0], bucket_pairs(keys, docs, 3)))
+    (sets_a, values_a, pairs_a), (sets_b, values_b, pairs_b) = results
+    assert np.array_equal(sets_a[0], sets_b[0]) and np.array_equal(sets_a[1], sets_b[1])
+    assert np.array_equal(values_a, values_b)
+    assert np.array_equal(pairs_a, pairs_b)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_minhash_matrix_is_byte_identical_to_sign(
+    reuters_docs: list[dict[str, Any]], compiled: bool
+) -> None:
     texts = _texts(reuters_docs)
-    values, lengths = minhash_matrix(*partition_shingles(texts, TextConfig(), 4), 128, 1)
+    with forced(compiled):
+        values, lengths = minhash_matrix(*partition_shingles(texts, TextConfig(), 4), 128, 1)
     for i, text in enumerate(texts):
         ref = sign(text, "minhash", num_perm=128, width=4, method="permutations", seed=1)
         if len(ref) == 0:
@@ -138,3 +173,38 @@ def test_minhash_matrix_is_byte_identical_to_sign(reuters_docs: list[dict[str, A
         else:
             assert lengths[i] == 128
             assert values[i].tobytes() == ref.values.tobytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.frozensets(st.integers(0, 30), max_size=12), min_size=1, max_size=8))
+def test_pair_overlaps_equal_set_arithmetic_on_both_paths(sets: list[frozenset[int]]) -> None:
+    from neardup.batch.verify import pair_overlaps
+
+    flat = np.array([v for s in sets for v in sorted(s)], dtype=np.uint64)
+    offsets = np.zeros(len(sets) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in sets], out=offsets[1:])
+    pairs = list(itertools.combinations(range(len(sets)), 2))
+    left = np.array([a for a, _ in pairs], dtype=np.int64)
+    right = np.array([b for _, b in pairs], dtype=np.int64)
+    expected = [len(sets[a] & sets[b]) for a, b in pairs]
+    for compiled in (True, False):
+        with forced(compiled):
+            assert pair_overlaps(flat, offsets, left, right).tolist() == expected
+
+
+def test_default_bands_weight_false_negatives() -> None:
+    """The batch default: the datasketch criterion with false negatives weighted 9 to 1.
+    At 0.5 that is 32 x 4; at every threshold it finds a pair at the threshold at least as
+    often as the equal weights do (more bands of fewer rows, or the same)."""
+    from neardup.batch.banding import FALSE_NEGATIVE_WEIGHT, default_bands
+
+    assert FALSE_NEGATIVE_WEIGHT == 0.9
+    assert default_bands(0.5, 128) == (32, 4)
+    for threshold in (0.3, 0.5, 0.7, 0.8, 0.9):
+        bands, rows = default_bands(threshold, 128)
+        equal_b, equal_r = lsh_bands(threshold, 128)
+        assert bands * rows <= 128
+        found = 1 - (1 - threshold**rows) ** bands
+        assert found >= 1 - (1 - threshold**equal_r) ** equal_b
+    lsh = pytest.importorskip("datasketch.lsh")
+    assert default_bands(0.7, 128) == lsh._optimal_param(0.7, 128, 0.1, 0.9)

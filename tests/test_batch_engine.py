@@ -97,7 +97,7 @@ def test_clusters_against_brute_force_oracle(planted, local_result) -> None:
     for k in np.flatnonzero(result.scores.passed):
         a, b = result.pairs[k]
         assert result.scores.jaccard[k] == pytest.approx(jac[a, b], abs=1e-12)
-    # Recall: LSH (25 bands x 5 rows at T=0.5) finds almost every pair with J >= 0.7 and
+    # Recall: LSH (32 bands x 4 rows at T=0.5) finds almost every pair with J >= 0.7 and
     # every exact copy.
     strong = {p for p in truth if jac[p] >= 0.7}
     assert len(strong & found) >= 0.98 * len(strong)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._jit import forced
 from neardup.batch.unionfind import UnionFind, component_labels
 from neardup.errors import InputError
 
@@ -51,7 +52,9 @@ def test_labels_equal_bfs_components_in_any_order(graph, rnd) -> None:
     for order in (edges, shuffled, [(b, a) for a, b in shuffled]):
         left = np.array([a for a, _ in order], dtype=np.int64)
         right = np.array([b for _, b in order], dtype=np.int64)
-        assert component_labels(n, left, right).tolist() == expected
+        for compiled in (True, False):  # the kernels, and the small-input Python path
+            with forced(compiled):
+                assert component_labels(n, left, right).tolist() == expected
 
 
 @settings(max_examples=100, deadline=None)

@@ -90,7 +90,6 @@ def test_candidates_and_scores_equal_brute_force() -> None:
     index.add_many(keys[:700], [sig(s) for s in sigs[:700]])
     for i in range(700, sigs.shape[0]):
         index.add(keys[i], sig(sigs[i]))
-    assert len(index._tables.segments) >= 1 and index._tables.buffer_count > 0
     queries = [partner(bases[i], 0.8, rng) for i in range(0, 300, 3)]
     got = index.query_many([sig(q) for q in queries])
     for q, result in zip(queries, got, strict=True):
@@ -104,8 +103,8 @@ def test_candidates_and_scores_equal_brute_force() -> None:
 
 
 def test_more_candidates_than_the_first_scan_holds() -> None:
-    """Thousands of candidates (more than a probe's first output buffer), over segments
-    and the buffer: all come back, as brute force finds them."""
+    """Thousands of candidates (more than a probe's first output buffer), added in bulk
+    and one by one: all come back, as brute force finds them."""
     rng = np.random.default_rng(8)
     q = rng.integers(0, 2**63, size=32, dtype=np.uint64)
     sigs = rng.integers(0, 2**63, size=(2_500, 32), dtype=np.uint64)
@@ -115,7 +114,6 @@ def test_more_candidates_than_the_first_scan_holds() -> None:
     index.add_many(keys[:1200], [sig(s) for s in sigs[:1200]])
     for k in keys[1200:]:
         index.add(k, sig(sigs[k]))
-    assert len(index._tables.segments) >= 2 and index._tables.buffer_count > 0
     got = index.query(sig(q))
     assert len(got) == sigs.shape[0]
     assert got == brute_candidates(sigs, keys, q, 8, 4)
@@ -130,8 +128,8 @@ def test_more_candidates_than_the_first_scan_holds() -> None:
 
 
 def test_query_key_array_equals_query_keys() -> None:
-    """The int64-array form of ``query_keys`` (the news stream's) over segments, the buffer
-    and several ``min_score``; string keys refuse it."""
+    """The int64-array form of ``query_keys`` (the news stream's), rows added in bulk and
+    one by one, several ``min_score``; string keys refuse it."""
     rng = np.random.default_rng(4)
     bases = random_sigs(200, 32, seed=5)
     near = np.array([partner(bases[i % 200], s, rng) for i, s in enumerate(np.linspace(0, 1, 600))])
@@ -143,7 +141,6 @@ def test_query_key_array_equals_query_keys() -> None:
         index.add_many(list(range(500)), [sig(s) for s in sigs[:500]])
         for i in range(500, sigs.shape[0]):
             index.add(i, sig(sigs[i]))
-        assert len(index._tables.segments) >= 1 and index._tables.buffer_count > 0
         for q in near[::7]:
             for min_score in (0.0, 0.0625, 0.09375, 0.5, 1.0):
                 got = index.query_key_array(sig(q), min_score=min_score).tolist()
@@ -333,3 +330,43 @@ def test_scheme_is_adopted_only_by_a_successful_add() -> None:
         )
     index.add("a", Signature("minhash/v1:z", values))
     assert index.scheme_id == "minhash/v1:z"
+
+
+def test_fingerprint_collisions_never_make_a_candidate() -> None:
+    """Two one-value bands whose 64-bit keys share the high 32 bits (the table's
+    fingerprint) land in one chain; a query still returns only the rows that hold its
+    band exactly."""
+    from neardup.index.lsh import band_keys
+
+    rng = np.random.default_rng(21)
+    values = rng.integers(0, 2**63, size=(1 << 18, 1), dtype=np.uint64)
+    keys = band_keys(values, 1, 1)[0]
+    order = np.argsort(keys >> np.uint64(32), kind="stable")
+    high = (keys >> np.uint64(32))[order]
+    same = np.flatnonzero((high[1:] == high[:-1]) & (keys[order][1:] != keys[order][:-1]))
+    assert same.shape[0] > 0  # birthday: a few pairs among 2**18 keys
+    a, b = values[order[same[0]], 0], values[order[same[0] + 1], 0]
+    rest = rng.integers(0, 2**63, size=(2, 7), dtype=np.uint64)
+    sig_a = np.concatenate([[a], rest[0]]).astype(np.uint64)
+    sig_b = np.concatenate([[b], rest[1]]).astype(np.uint64)
+    index = LSHIndex(num_perm=8, bands=1, rows=1)
+    index.add("a", sig(sig_a))
+    index.add("b", sig(sig_b))
+    assert index.query(sig(sig_a)) == [("a", 1.0)]
+    assert index.query(sig(sig_b)) == [("b", 1.0)]
+    assert index.query_keys(sig(sig_b)) == ["b"]
+
+
+def test_file_tables_are_the_sorted_band_keys() -> None:
+    """The band keys and rows written to a file are, per band, the keys sorted stably with
+    their rows: the layout the sorted-segment tables wrote, so files keep their bytes."""
+    from neardup.index._tables import Segment
+    from neardup.index.lsh import band_keys
+
+    sigs = random_sigs(700, 32, seed=30)
+    sigs[100:200, :4] = sigs[0, :4]  # a shared band: equal keys keep their row order
+    index = LSHIndex(num_perm=32, bands=8, rows=4)
+    index.add_many(list(range(700)), sigs)
+    keys, rows = index._table_arrays(700)
+    old = Segment.build(band_keys(sigs, 8, 4), np.arange(700, dtype=np.uint32), (64,) * 8)
+    assert np.array_equal(keys, old.keys) and np.array_equal(rows, old.rows)

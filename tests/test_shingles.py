@@ -10,6 +10,7 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._jit import forced
 from neardup.errors import ConfigError
 from neardup.shingles import (
     SPOTSIGS_ANTECEDENTS,
@@ -21,7 +22,7 @@ from neardup.shingles import (
     word_shingles,
     word_shingles_numpy,
 )
-from neardup.text import ENGLISH_STOP_WORDS, TextConfig, token_forms, tokenize
+from neardup.text import ENGLISH_STOP_WORDS, TextConfig, token_forms, tokenize, tokenize_reference
 
 PLAIN = TextConfig(stem=False)
 
@@ -300,10 +301,12 @@ ASCII_PIECES = st.sampled_from(
 @settings(max_examples=400, deadline=None)
 @given(st.lists(ASCII_PIECES, max_size=30).map("".join))
 def test_ascii_scanner_equals_the_token_regex(text: str) -> None:
-    """The compiled ASCII path finds the same tokens (checked through their hashes)."""
+    """The compiled scanner finds the same tokens (checked through their hashes)."""
     for cfg in (PLAIN, TextConfig(numbers="mask", drop_stop_words=True)):
-        slow = hash_forms(tokenize(text, cfg).forms, 0)
-        assert np.array_equal(token_hashes(text, cfg, 0), slow)
+        slow = hash_forms(tokenize_reference(text, cfg).forms, 0)
+        for compiled in (True, False):
+            with forced(compiled):
+                assert np.array_equal(token_hashes(text, cfg, 0), slow)
 
 
 def test_spot_signatures_accept_unsorted_sets() -> None:
@@ -314,45 +317,56 @@ def test_spot_signatures_accept_unsorted_sets() -> None:
     assert np.array_equal(got, expected)
 
 
-def test_ascii_table_growth_and_interrupted_scans(reuters_docs: list[dict[str, Any]]) -> None:
+def _tiny_vocabulary(cfg: TextConfig) -> Any:
+    """A fresh compiled-scanner vocabulary for ``cfg`` with an 8-entry table, so scans stop
+    at a half-full table and resume many times."""
+    from neardup import _kernels, text
+
+    vocabulary = text._Vocabulary(cfg)
+    vocabulary.table = _kernels.TokenTable(8)
+    text._vocabularies[cfg] = vocabulary
+    return vocabulary
+
+
+def test_table_growth_and_interrupted_scans(reuters_docs: list[dict[str, Any]]) -> None:
     """A tiny table forces many grow-and-rescan passes; an interrupted scan (tokens left
     pending, never stored) must not corrupt later results."""
-    from neardup import _kernels, shingles
+    from neardup import _kernels, text
 
     cfg = TextConfig(numbers="mask")
     seed = 99
-    state = shingles._AsciiTable()
-    state.table = _kernels.TokenTable(8)
-    shingles._ascii_tables[(cfg, seed)] = state
-    texts = [d["text"] for d in reuters_docs[:200] if d["text"].isascii()]
+    vocabulary = _tiny_vocabulary(cfg)
+    texts = [d["text"] for d in reuters_docs[:200]]
     # Interrupted: scan, report unknown tokens, but never store them.
-    _kernels.scan_lookup(texts[0].encode("ascii"), state.table, state.finals, 10**9)
-    for text in texts:
-        expected = hash_forms(tokenize(text, cfg).forms, seed)
-        assert np.array_equal(token_hashes(text, cfg, seed), expected)
-    assert state.table.keys.shape[0] > 8
-    assert 2 * state.table.used <= state.table.keys.shape[0]
+    buf, classes = text._code_units(texts[0])
+    _kernels.scan_tokens(
+        buf, classes, vocabulary.table, vocabulary.pieces, vocabulary.numbers, 10**9
+    )
+    with forced(True):
+        for doc in [*texts, "Привет мир 東京株式 don’t", "naïve café"]:
+            expected = hash_forms(tokenize_reference(doc, cfg).forms, seed)
+            assert np.array_equal(token_hashes(doc, cfg, seed), expected)
+    assert vocabulary.table.keys.shape[0] > 8
+    assert 2 * vocabulary.table.used <= vocabulary.table.keys.shape[0]
 
 
 @pytest.mark.parametrize(
     "cfg", [TextConfig(), TextConfig(drop_stop_words=True, min_token_length=3, numbers="drop")]
 )
-def test_ascii_path_learns_a_whole_piece_at_once(
+def test_scanner_learns_a_whole_piece_at_once(
     reuters_docs: list[dict[str, Any]], cfg: TextConfig
 ) -> None:
     """A batch-engine-sized piece (many documents joined) full of new, repeated and dropped
     words, on a tiny table: the scan stops at half full and resumes many times inside one
-    text; the result must equal the reference tokenizer's."""
-    from neardup import _kernels, shingles
-
+    text; the result must equal the reference tokenizer's, on ASCII and on Unicode."""
     seed = 12345
-    state = shingles._AsciiTable()
-    state.table = _kernels.TokenTable(8)
-    shingles._ascii_tables[(cfg, seed)] = state
-    texts = [d["text"] for d in reuters_docs[:300] if d["text"].isascii()]
-    for piece in (" \n ".join(texts[:150]), " \n ".join(texts[100:300])):
-        expected = hash_forms(tokenize(piece, cfg).forms, seed)
-        assert np.array_equal(token_hashes(piece, cfg, seed), expected)
-    assert state.table.keys.shape[0] >= 1 << 14  # grew (and resumed) many times
+    vocabulary = _tiny_vocabulary(cfg)
+    texts = [d["text"] for d in reuters_docs[:300]]
+    curly = [t.replace("'", "’").replace('"', "“") + " Ελλάδα 東京株式" for t in texts[:100]]
+    with forced(True):
+        for piece in (" \n ".join(texts[:150]), " \n ".join(texts[100:300]), " ".join(curly)):
+            expected = hash_forms(tokenize_reference(piece, cfg).forms, seed)
+            assert np.array_equal(token_hashes(piece, cfg, seed), expected)
+    assert vocabulary.table.keys.shape[0] >= 1 << 14  # grew (and resumed) many times
     # Every pending entry was resolved: no negative values left in the table.
-    assert int(state.table.values.min()) >= 0
+    assert int(vocabulary.table.values.min()) >= 0

@@ -5,11 +5,15 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import data_path, read_jsonl_gz
+from neardup._jit import forced
 from neardup.errors import ConfigError, InputTypeError
+from neardup.shingles import hash_forms, token_hashes
 from neardup.text import (
     TextConfig,
     forms_of_raw_token,
@@ -197,12 +201,14 @@ CONFIGS = [
 ]
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("cfg", CONFIGS)
 def test_fast_path_equals_tokenize_on_reuters(
-    reuters_docs: list[dict[str, Any]], cfg: TextConfig
+    reuters_docs: list[dict[str, Any]], cfg: TextConfig, compiled: bool
 ) -> None:
-    for doc in reuters_docs[:1500]:
-        assert token_forms(doc["text"], cfg) == list(tokenize(doc["text"], cfg).forms)
+    with forced(compiled):
+        for doc in reuters_docs[:1500]:
+            assert token_forms(doc["text"], cfg) == list(tokenize(doc["text"], cfg).forms)
 
 
 @settings(max_examples=300, deadline=None)
@@ -213,7 +219,10 @@ def test_fast_path_equals_tokenize_on_reuters(
 )
 def test_fast_path_equals_tokenize_on_any_text(text: str) -> None:
     for cfg in CONFIGS:
-        assert token_forms(text, cfg) == list(tokenize(text, cfg).forms)
+        expected = list(tokenize_reference(text, cfg).forms)
+        for compiled in (True, False):
+            with forced(compiled):
+                assert token_forms(text, cfg) == expected
 
 
 def test_raw_tokens_and_forms_of_raw_token() -> None:
@@ -259,12 +268,14 @@ def test_nfkc_changes_length_offsets_stay_in_bounds() -> None:
 # --- the cached tokenize equals the straightforward one (forms and offsets) -------------------
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("cfg", CONFIGS)
 def test_tokenize_equals_reference_on_reuters(
-    reuters_docs: list[dict[str, Any]], cfg: TextConfig
+    reuters_docs: list[dict[str, Any]], cfg: TextConfig, compiled: bool
 ) -> None:
-    for doc in reuters_docs[:1000]:
-        assert tokenize(doc["text"], cfg) == tokenize_reference(doc["text"], cfg)
+    with forced(compiled):
+        for doc in reuters_docs[:1000]:
+            assert tokenize(doc["text"], cfg) == tokenize_reference(doc["text"], cfg)
 
 
 TRICKY = list(" .,'’3東京ｱｲ㍿㍻ﬁＡΩяthe a is é\u0301\ud800\x00")
@@ -274,4 +285,82 @@ TRICKY = list(" .,'’3東京ｱｲ㍿㍻ﬁＡΩяthe a is é\u0301\ud800\x00")
 @given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(TRICKY), max_size=60))
 def test_tokenize_equals_reference_on_any_text(text: str) -> None:
     for cfg in [*CONFIGS, TextConfig(drop_stop_words=True, stop_words=frozenset({"ア", "the"}))]:
-        assert tokenize(text, cfg) == tokenize_reference(text, cfg)
+        expected = tokenize_reference(text, cfg)
+        for compiled in (True, False):
+            with forced(compiled):
+                assert tokenize(text, cfg) == expected
+
+
+# --- the compiled scanner on multilingual text (tokens, offsets and hashes) ------------------
+
+# Words and marks of the text users have: Latin with diacritics (precomposed and combining),
+# typographic punctuation, Cyrillic, Greek (final sigma), Arabic (with Arabic-Indic digits),
+# Hebrew, Devanagari, Thai, Han, kana (full and half width), Hangul, emoji (flags, skin tones,
+# ZWJ sequences), ligatures, full-width and superscript forms, numbers in several scripts,
+# invisible characters and lone surrogates.
+MULTILINGUAL = [
+    "café", "naïve", "Ångström", "e\u0301te\u0301", "Straße", "STRASSE", "Œuvre", "ǰ", "J\u030c",
+    "İstanbul", "I\u0307", "don’t", "it's", "’90s", "O’Neill", "“quoted”", "«guillemets»",
+    "—", "–", "…", "•", "\u00a0", "\u200b", "\u00ad", "\ufeff", "Москва", "МОСКВА", "курс",
+    "ёлка", "Ελλάδα", "ΟΔΟΣ", "ς", "τράπεζας", "البنك", "٣٫٤", "١٢٣", "שלום", "नमस्ते", "२०१८",
+    "ภาษาไทย", "東京株式", "日本語", "ひらがな", "カタカナ", "ｶﾀｶﾅ", "한국어", "🇺🇸", "👍🏽",
+    "👨‍👩‍👧", "🚨", "ﬁnance", "ＡＢＣ", "x²", "Ⅻ", "½", "3.5", "1,000.25", "12.", ",5", "3.5x",
+    "U.S.", "e-mail", "snake_case", "\ud800", "\x00", "'", "’", ".", ",", " ", "\n", "9a", "a9",
+]  # fmt: skip
+SEPARATORS = [" ", "", "\n", " — ", "’", "'", ".", ",", "\u00a0", "-"]
+
+
+@st.composite
+def multilingual_texts(draw: st.DrawFn) -> str:
+    words = draw(st.lists(st.sampled_from(MULTILINGUAL) | st.text(max_size=4), max_size=25))
+    seps = draw(st.lists(st.sampled_from(SEPARATORS), min_size=len(words), max_size=len(words)))
+    return "".join(w + s for w, s in zip(words, seps, strict=True))
+
+
+@settings(max_examples=400, deadline=None)
+@given(multilingual_texts())
+def test_compiled_scanner_equals_reference_on_multilingual_text(text: str) -> None:
+    """Tokens, offsets and token hashes of the compiled scanner (and of the Python fast
+    path) are the reference's, for every text-stage option that changes the pieces."""
+    configs = [*CONFIGS, TextConfig(stem=False, cjk="chars", drop_stop_words=True)]
+    for cfg in configs:
+        expected = tokenize_reference(text, cfg)
+        hashes = hash_forms(expected.forms, 5)
+        for compiled in (True, False):
+            with forced(compiled):
+                assert tokenize(text, cfg) == expected
+                assert token_forms(text, cfg) == list(expected.forms)
+                assert np.array_equal(token_hashes(text, cfg, 5), hashes)
+
+
+def test_scanner_classes_are_the_regular_expression_s() -> None:
+    """The scanner's character table marks exactly what the token regular expression calls
+    a letter or digit and a decimal digit, over all of Unicode."""
+    import re
+
+    from neardup import text as text_module
+    from neardup._kernels import ALNUM, DIGIT
+
+    table = text_module._code_point_classes()
+    for cp in range(0, 0x110000, 97):  # a sample of every block (the table is built by runs)
+        ch = chr(cp)
+        assert bool(table[cp] & ALNUM) == bool(re.fullmatch(r"[^\W_]", ch))
+        assert bool(table[cp] & DIGIT) == bool(re.fullmatch(r"\d", ch))
+    digit, alnum = (table & DIGIT) != 0, (table & ALNUM) != 0
+    assert not (digit & ~alnum).any()  # every decimal digit is a letter or digit
+    assert np.array_equal(text_module._byte_classes(), table[:256])
+
+
+@pytest.mark.data
+def test_compiled_scanner_equals_reference_on_scraped_news() -> None:
+    """All of provenance_news_2018_dev (real scraped pages, typographic punctuation, a few
+    emoji and other scripts) and its texts with ASCII punctuation made typographic."""
+    path = data_path("provenance_news_2018_dev", "docs.jsonl.gz")
+    texts = [row["text"] for row in read_jsonl_gz(path)]
+    curly = [t.replace("'", "’").replace('"', "”").replace(" - ", " — ") for t in texts[:100]]
+    for cfg in (TextConfig(), TextConfig(drop_stop_words=True, numbers="mask")):
+        with forced(True):
+            for text in [*texts, *curly]:
+                expected = tokenize_reference(text, cfg)
+                assert tokenize(text, cfg) == expected
+                assert np.array_equal(token_hashes(text, cfg, 0), hash_forms(expected.forms, 0))

@@ -1,51 +1,68 @@
-"""Compiled per-document kernels (private): ASCII token scanning, shingles, their
-sorted distinct values, MinHash and the uniform-weight SimHash.
+"""Compiled per-document kernels (private): token scanning, shingles, their sorted distinct
+values, MinHash and the uniform-weight SimHash.
 
-Imported lazily (numba costs about a second to import).  Each kernel has a numpy or Python
+numba is loaded on first use (:mod:`neardup._jit`).  Each kernel has a numpy or Python
 reference implementation in the public modules and is tested equal to it; they exist because
 a news article has only ~100-200 tokens, where numpy's per-call overhead (about a
 microsecond per array operation, a dozen operations per document) dominates the work.
 
-Token scanning, for texts that are pure ASCII (the usual case for English news): one pass
-over the bytes finds the tokens exactly as
-``neardup.text``'s token regular expression does (checked against it on all of Reuters and by
-property tests), keys each token by a 64-bit hash of its lower-cased bytes, and looks the key
-up in a per-config table filled by the Python text stage on first sight of a token.  A scan
-leaves the unknown tokens of a text pending in place and reports them together, so the
-caller learns them in one batch (one stemmer call) and resolves them without a second
-scan.  Numba
-is used because this is a byte-level scanning loop that numpy cannot vectorise.
+Token scanning (any Unicode text): one pass over the text's code units (the bytes of an
+ASCII text, else its UTF-32 code points, so positions are ``str`` indices) finds the raw
+tokens exactly as ``neardup.text``'s token regular expression does, keys each one by a
+64-bit hash, and looks the key up in a per-config table of *slots* that the Python text
+stage fills on first sight of a token.  A slot holds the token's *pieces* (zero, one, or
+several for scripts written without spaces), each with a value (a token hash, or a piece
+number from which the text stage reads the form) and a span relative to the token's start.
+A scan leaves the unknown tokens of a text pending in place and reports them together, so
+the caller learns them in one batch (one stemmer call) and resolves them without a second
+scan.  Normalisation (NFKC, case folding), stop words and stemming all happen in that
+Python step, once per distinct raw token: the kernel only finds token boundaries, which is
+why its output is the reference's by construction.  numba because this is a scanning loop
+that numpy cannot vectorise.
 
-The token regular expression, restricted to ASCII, is
-``\\d+(?:[.,]\\d+)+(?![A-Za-z0-9])|[A-Za-z0-9]+(?:'[A-Za-z0-9]+)*``: a number with inner
-``.``/``,`` groups, as many groups as still leave a non-alphanumeric character after it, or
-else a run of letters/digits with inner apostrophes.
+The token regular expression is ``\\d+(?:[.,]\\d+)+(?![^\\W_])|[^\\W_]+(?:['’][^\\W_]+)*``:
+a number with inner ``.``/``,`` groups, as many groups as still leave a non-alphanumeric
+character after it, or else a run of letters/digits with inner apostrophes.  The kernel
+reads the two character classes it uses (``[^\\W_]`` and ``\\d``) from a table indexed by
+code point, built by ``neardup.text`` from those very classes of the regular expression.
 
-Keys: FNV-1a 64 over the lower-cased bytes, xor the length, splitmix64-finalised.  Two
-distinct tokens sharing a key (probability about 2**-64 per pair) would share a hash.
+Keys: FNV-1a 64, xor the length, splitmix64-finalised; over the lower-cased bytes of an
+ASCII token (whose forms depend only on its lower-case spelling) and over the exact code
+points of any other token (tagged apart).  Two distinct tokens sharing a key (probability
+about 2**-64 per pair) would share their pieces.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+
+from neardup._jit import njit
 
 __all__ = [
+    "ALNUM",
+    "DIGIT",
     "Scan",
     "TokenTable",
     "minhash_of_values",
     "minhash_permutations",
     "resolve",
-    "scan_lookup",
+    "scan_tokens",
     "simhash64",
     "sorted_distinct",
     "word_shingles",
 ]
 
+#: Character-class bits of the scanner's table: ``[^\W_]`` (a letter or digit, ``str.isalnum``)
+#: and ``\d`` (a decimal digit) of Python's ``re``.
+ALNUM = 1
+DIGIT = 2
+
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
-
+_WIDE_TAG = np.uint64(0x57494445)  # "WIDE": keys of tokens with non-ASCII code points
 
 _EMPTY = np.int64(0)  # an empty slot; a real key 0 is stored as _ZERO_KEY
 _ZERO_KEY = np.int64(0x5A45524F)
@@ -54,10 +71,9 @@ _ZERO_KEY = np.int64(0x5A45524F)
 class TokenTable:
     """Open-addressing hash table key -> value in two int64 arrays (linear probing).
 
-    Values: > 0 an index into ``finals`` (the token's hash), 0 a token without a form,
-    < 0 a token reported unknown by the scan with that (negated) call id.  Kept at most half
-    full.  Plain arrays instead of a numba typed dict: passing them to a compiled function
-    costs far less.
+    Values: > 0 a slot number (the token's pieces), < 0 a token reported unknown by the scan
+    with that (negated) call id.  Kept at most half full.  Plain arrays instead of a numba
+    typed dict: passing them to a compiled function costs far less.
     """
 
     def __init__(self, capacity: int = 1 << 12) -> None:
@@ -114,76 +130,94 @@ def _set_many(
 
 
 @njit(cache=True, inline="always")
-def _alnum(c: int) -> bool:
-    return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122)
+def _is(classes: npt.NDArray[np.uint8], c: int, bit: int) -> bool:
+    return bool(classes[c] & bit)
 
 
 @njit(cache=True, inline="always")
-def _digit(c: int) -> bool:
-    return 48 <= c <= 57
-
-
-@njit(cache=True)
-def _key(buf: npt.NDArray[np.uint8], start: int, end: int) -> np.int64:
+def _key(buf: npt.NDArray[np.integer], start: int, end: int) -> np.int64:  # type: ignore[type-arg]
     h = _FNV_OFFSET
+    wide = False
     for p in range(start, end):
-        b = buf[p]
-        if 65 <= b <= 90:
-            b += 32
-        h = (h ^ np.uint64(b)) * _FNV_PRIME
+        c = np.uint64(buf[p])
+        if c >= np.uint64(128):
+            wide = True
+            break
+        if np.uint64(65) <= c <= np.uint64(90):
+            c += np.uint64(32)
+        h = (h ^ c) * _FNV_PRIME
+    if wide:  # exact code points: the forms of a non-ASCII token may depend on its case
+        h = _FNV_OFFSET ^ _WIDE_TAG
+        for p in range(start, end):
+            h = (h ^ np.uint64(buf[p])) * _FNV_PRIME
     h ^= np.uint64(end - start)
     h ^= h >> np.uint64(30)
     h *= np.uint64(0xBF58476D1CE4E5B9)
     h ^= h >> np.uint64(27)
     h *= np.uint64(0x94D049BB133111EB)
     h ^= h >> np.uint64(31)
-    return np.int64(h)
+    key = np.int64(h)
+    return key if key != _EMPTY else _ZERO_KEY
 
 
-@njit(cache=True)
-def _token_end(buf: npt.NDArray[np.uint8], i: int, n: int) -> int:
-    """End of the token starting at ``i`` (``buf[i]`` is alphanumeric)."""
+@njit(cache=True, inline="always")
+def _token_end(
+    buf: npt.NDArray[np.integer],  # type: ignore[type-arg]
+    classes: npt.NDArray[np.uint8],
+    i: int,
+    n: int,
+) -> int:
+    """End of the token starting at ``i`` (``i`` itself when none starts there)."""
     end = -1
-    if _digit(buf[i]):
+    if _is(classes, buf[i], DIGIT):
         j = i
-        while j < n and _digit(buf[j]):
+        while j < n and _is(classes, buf[j], DIGIT):
             j += 1
         k = j
         # Number groups: keep the longest one still followed by a non-alphanumeric.
-        while k + 1 < n and (buf[k] == 46 or buf[k] == 44) and _digit(buf[k + 1]):
+        while k + 1 < n and (buf[k] == 46 or buf[k] == 44) and _is(classes, buf[k + 1], DIGIT):
             m = k + 1
-            while m < n and _digit(buf[m]):
+            while m < n and _is(classes, buf[m], DIGIT):
                 m += 1
-            if m >= n or not _alnum(buf[m]):
+            if m >= n or not _is(classes, buf[m], ALNUM):
                 end = m
             k = m
     if end < 0:
         j = i
-        while j < n and _alnum(buf[j]):
+        while j < n and _is(classes, buf[j], ALNUM):
             j += 1
-        while j + 1 < n and buf[j] == 39 and _alnum(buf[j + 1]):
+        if j == i:
+            return i
+        while j + 1 < n and (buf[j] == 39 or buf[j] == 0x2019) and _is(classes, buf[j + 1], ALNUM):
             j += 1
-            while j < n and _alnum(buf[j]):
+            while j < n and _is(classes, buf[j], ALNUM):
                 j += 1
         end = j
     return end
 
 
 @njit(cache=True)
-def _scan_lookup(
-    buf: npt.NDArray[np.uint8],
+def _scan(
+    buf: npt.NDArray[np.integer],  # type: ignore[type-arg]
     start: int,
+    classes: npt.NDArray[np.uint8],
     table_keys: npt.NDArray[np.int64],
     table_values: npt.NDArray[np.int64],
     used: int,
-    finals: npt.NDArray[np.uint64],
-    out: npt.NDArray[np.uint64],
-    work: npt.NDArray[np.int64],
+    slot_pieces: npt.NDArray[np.int64],
+    piece_values: npt.NDArray[np.uint64],
+    piece_spans: npt.NDArray[np.int64],
+    work: npt.NDArray[np.uint64],
+    bound: int,
     call_id: int,
 ) -> tuple[int, int, int, int, int]:
-    # work[:3 * bound]: (start, end, key) of reported tokens; work[3 * bound:]: pending
-    # positions in out (one array: each argument of a compiled call costs time).
-    pend = 3 * out.shape[0]
+    # One output array (each argument of a compiled call costs time), in the layout of
+    # Scan: values, reported tokens (start, end, key), pending positions, and the spans
+    # when the array has room for them (integers stored as their uint64 bits).
+    at_misses = bound
+    at_pending = 4 * bound
+    at_spans = 5 * bound
+    with_spans = work.shape[0] > at_spans
     n = buf.shape[0]
     capacity = table_keys.shape[0]
     i = start
@@ -192,13 +226,16 @@ def _scan_lookup(
     waiting = 0
     added = 0
     while i < n:
-        if not _alnum(buf[i]):
+        if classes[buf[i]] == 0:
             i += 1
             continue
-        end = _token_end(buf, i, n)
+        end = _token_end(buf, classes, i, n)
+        if end == i:
+            i += 1
+            continue
+        if count >= bound:
+            return count, missed, waiting, added, i  # output full: the caller resumes at i
         key = _key(buf, i, end)
-        if key == _EMPTY:
-            key = _ZERO_KEY
         slot = _slot(table_keys, key)
         report = False
         if table_keys[slot] == _EMPTY:
@@ -207,27 +244,43 @@ def _scan_lookup(
             table_keys[slot] = key  # insert as pending for this call
             table_values[slot] = -call_id
             added += 1
-            idx = np.int64(-call_id)
+            value = np.int64(-call_id)
             report = True
         else:
-            idx = table_values[slot]
-            if idx < 0 and idx != -call_id:
+            value = table_values[slot]
+            if value < 0 and value != -call_id:
                 table_values[slot] = -call_id  # pending from an interrupted call: report
                 report = True
-        if idx > 0:
-            out[count] = finals[idx]
-            count += 1
-        elif idx < 0:
+        if value > 0:
+            lo = slot_pieces[value]
+            hi = slot_pieces[value + 1]
+            if hi - lo == 1 and not with_spans:  # the usual case (room checked above)
+                work[count] = piece_values[lo]
+                count += 1
+                i = end
+                continue
+            if count + (hi - lo) > bound:
+                return count, missed, waiting, added, i
+            for p in range(lo, hi):
+                work[count] = piece_values[p]
+                if with_spans:
+                    work[at_spans + 2 * count] = np.uint64(i + piece_spans[2 * p])
+                    work[at_spans + 2 * count + 1] = np.uint64(i + piece_spans[2 * p + 1])
+                count += 1
+        else:
             # Unknown yet: keep the key in its place in the output, resolved after the
             # caller has stored the new tokens (no second scan of the text).
-            out[count] = np.uint64(key)
-            work[pend + waiting] = count
+            work[count] = np.uint64(key)
+            if with_spans:
+                work[at_spans + 2 * count] = np.uint64(i)
+                work[at_spans + 2 * count + 1] = np.uint64(end)
+            work[at_pending + waiting] = np.uint64(count)
             waiting += 1
             count += 1
             if report:
-                work[3 * missed] = i
-                work[3 * missed + 1] = end
-                work[3 * missed + 2] = key
+                work[at_misses + 3 * missed] = np.uint64(i)
+                work[at_misses + 3 * missed + 1] = np.uint64(end)
+                work[at_misses + 3 * missed + 2] = np.uint64(key)
                 missed += 1
         i = end
     return count, missed, waiting, added, n
@@ -237,79 +290,165 @@ def _scan_lookup(
 def _resolve(
     table_keys: npt.NDArray[np.int64],
     table_values: npt.NDArray[np.int64],
-    finals: npt.NDArray[np.uint64],
-    out: npt.NDArray[np.uint64],
+    slot_pieces: npt.NDArray[np.int64],
+    piece_values: npt.NDArray[np.uint64],
+    piece_spans: npt.NDArray[np.int64],
+    work: npt.NDArray[np.uint64],
+    bound: int,
     count: int,
-    pending: npt.NDArray[np.int64],
-) -> int:
-    """Replace the pending keys in ``out[:count]`` by their hashes, drop tokens without a
-    form (compacting in place); the new length, or -1 if a key is still unknown."""
+    waiting: int,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], bool]:
+    """Replace each pending key among the ``count`` values of a scan's ``work`` by its
+    token's pieces (none, one or several); ``ok`` is false if a key is still unknown."""
+    at_pending = 4 * bound
+    at_spans = 5 * bound
+    with_spans = work.shape[0] > at_spans
+    total = count - waiting
+    for q in range(waiting):
+        slot = _slot(table_keys, np.int64(work[np.int64(work[at_pending + q])]))
+        value = table_values[slot]
+        if table_keys[slot] == _EMPTY or value <= 0:
+            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64), False
+        total += slot_pieces[value + 1] - slot_pieces[value]
+    new_out = np.empty(total, dtype=np.uint64)
+    new_spans = np.empty(2 * total if with_spans else 0, dtype=np.int64)
     w = 0
-    p = 0
-    waiting = pending.shape[0]
+    q = 0
     for r in range(count):
-        if p < waiting and pending[p] == r:
-            p += 1
-            key = np.int64(out[r])
-            slot = _slot(table_keys, key)
-            if table_keys[slot] == _EMPTY or table_values[slot] < 0:
-                return -1
-            idx = table_values[slot]
-            if idx > 0:
-                out[w] = finals[idx]
+        if q < waiting and np.int64(work[at_pending + q]) == r:
+            q += 1
+            value = table_values[_slot(table_keys, np.int64(work[r]))]
+            base = np.int64(work[at_spans + 2 * r]) if with_spans else 0
+            for p in range(slot_pieces[value], slot_pieces[value + 1]):
+                new_out[w] = piece_values[p]
+                if with_spans:
+                    new_spans[2 * w] = base + piece_spans[2 * p]
+                    new_spans[2 * w + 1] = base + piece_spans[2 * p + 1]
                 w += 1
         else:
-            out[w] = out[r]
+            new_out[w] = work[r]
+            if with_spans:
+                new_spans[2 * w] = np.int64(work[at_spans + 2 * r])
+                new_spans[2 * w + 1] = np.int64(work[at_spans + 2 * r + 1])
             w += 1
-    return w
+    return new_out, new_spans, True
 
 
-Scan = tuple[npt.NDArray[np.uint64], int, npt.NDArray[np.int64], npt.NDArray[np.int64], int]
-"""Result of :func:`scan_lookup` over ``data[start:stop]``: ``(out, count, misses, pending,
-stop)``.  ``out[:count]`` holds the token hashes in text order, except at the positions
-listed in ``pending``, which hold the keys of tokens not known yet; ``misses`` are the
-flattened ``(start, end, key)`` triples of the unknown tokens this call reported (each
-once).  ``stop`` is ``len(data)`` when the scan reached the end, else the offset of the token
-at which the table became half full (grow it and scan again from there).  A plain tuple:
-this runs once per text, where an object's construction shows."""
+class Pieces:
+    """The slots of a :class:`TokenTable`: slot ``s`` holds pieces
+    ``slot_pieces[s] .. slot_pieces[s + 1] - 1``; piece ``p`` spans
+    ``piece_spans[2p] .. piece_spans[2p + 1]`` relative to its token's start.  Slot 0 is
+    unused (a table value of 0 is never a slot).  Grown by doubling."""
+
+    def __init__(self) -> None:
+        self.slot_pieces = np.zeros(1024, dtype=np.int64)
+        self.slots = 1
+        self.piece_spans = np.zeros(2048, dtype=np.int64)
+        self.count = 0
+
+    def append(self, spans: list[list[tuple[int, int]]]) -> npt.NDArray[np.int64]:
+        """Add one slot per entry of ``spans`` (its pieces' relative spans); their numbers."""
+        first = self.slots
+        sizes = np.fromiter((len(s) for s in spans), dtype=np.int64, count=len(spans))
+        total = int(sizes.sum())
+        slots_needed = self.slots + len(spans) + 1
+        if slots_needed > self.slot_pieces.shape[0]:
+            self.slot_pieces = _grown(self.slot_pieces, slots_needed)
+        if 2 * (self.count + total) > self.piece_spans.shape[0]:
+            self.piece_spans = _grown(self.piece_spans, 2 * (self.count + total))
+        ends = self.count + np.cumsum(sizes)
+        self.slot_pieces[first + 1 : first + 1 + len(spans)] = ends
+        flat = [edge for token in spans for span in token for edge in span]
+        self.piece_spans[2 * self.count : 2 * (self.count + total)] = flat
+        self.slots += len(spans)
+        self.count += total
+        return np.arange(first, self.slots, dtype=np.int64)
 
 
-def scan_lookup(
-    data: bytes,
+def _grown(array: npt.NDArray[np.int64], needed: int) -> npt.NDArray[np.int64]:
+    size = array.shape[0]
+    while size < needed:
+        size *= 2
+    grown = np.zeros(size, dtype=array.dtype)
+    grown[: array.shape[0]] = array
+    return grown
+
+
+class Scan(NamedTuple):
+    """Result of :func:`scan_tokens` over ``buf[start:stop]``.
+
+    ``values()`` are the pieces' values in text order (and ``spans()`` their flat ``start,
+    end`` pairs, when asked for), except at the ``pending`` positions, which hold the keys
+    of tokens not known yet (with the whole token's span); ``misses()`` are the flattened
+    ``(start, end, key)`` triples of the unknown tokens this call reported (each once).
+    ``stop`` is ``len(buf)`` when the scan reached the end, else the offset of the token at
+    which the table became half full or the output filled up (grow them and scan again
+    from there).  All in one array, ``work`` (values, misses, pending positions, spans).
+    """
+
+    work: npt.NDArray[np.uint64]
+    bound: int
+    size: int
+    missed: int
+    waiting: int
+    stop: int
+
+    def values(self) -> npt.NDArray[np.uint64]:
+        return self.work[: self.size]
+
+    def spans(self) -> npt.NDArray[np.int64]:
+        at = 5 * self.bound
+        return self.work[at : at + 2 * self.size].view(np.int64)
+
+    def misses(self) -> npt.NDArray[np.int64]:
+        return self.work[self.bound : self.bound + 3 * self.missed].view(np.int64)
+
+
+def scan_tokens(
+    buf: npt.NDArray[np.integer],  # type: ignore[type-arg]
+    classes: npt.NDArray[np.uint8],
     table: TokenTable,
-    finals: npt.NDArray[np.uint64],
+    pieces: Pieces,
+    piece_values: npt.NDArray[np.uint64],
     call_id: int,
     start: int = 0,
+    spans: bool = False,
+    bound: int = 0,
 ) -> Scan:
-    """Scan ASCII ``data`` from ``start`` (a token start or separator): token hashes, with
-    the unknown tokens left pending (see :data:`Scan`).
+    """Scan the code units ``buf`` (``uint8`` for ASCII text, else ``uint32`` code points)
+    from ``start`` (a token start or separator): the values of the tokens' pieces, with the
+    unknown tokens left pending (see :class:`Scan`).
 
     Unknown tokens are inserted in the table as pending (value ``-call_id``) and reported
     once per ``call_id`` (a positive integer unique to the call).  Store the reported tokens
-    (:meth:`TokenTable.set_many`), then :func:`resolve` the pending positions: one pass over
-    the text however many new words it has.
+    (:meth:`Pieces.append`, :meth:`TokenTable.set_many`), then :func:`resolve` the pending
+    positions: one pass over the text however many new words it has.  ``bound``: room for
+    at least that many pieces (one per code unit is always enough, unless NFKC expanded a
+    token of a no-space script).
     """
-    buf = np.frombuffer(data, dtype=np.uint8)
-    bound = (buf.shape[0] - start) // 2 + 1  # a token takes one byte plus a separator
-    out = np.empty(bound, dtype=np.uint64)
-    work = np.empty(4 * bound, dtype=np.int64)
-    count, missed, waiting, added, stop = _scan_lookup(
-        buf, start, table.keys, table.values, table.used, finals, out, work, call_id
-    )
+    bound = max(bound, buf.shape[0] - start + 1)
+    work = np.empty((7 if spans else 5) * bound, dtype=np.uint64)
+    count, missed, waiting, added, stop = _scan(
+        buf, start, classes, table.keys, table.values, table.used, pieces.slot_pieces,
+        piece_values, pieces.piece_spans, work, bound, call_id,
+    )  # fmt: skip
     table.used += added
-    return out, count, work[: 3 * missed], work[3 * bound : 3 * bound + waiting], stop
+    return Scan(work, bound, count, missed, waiting, stop)
 
 
 def resolve(
-    scan: Scan, table: TokenTable, finals: npt.NDArray[np.uint64]
-) -> npt.NDArray[np.uint64] | None:
-    """The token hashes of a scan once its reported tokens are stored (``None`` if some
-    pending token is still unknown, which a caller that stored every miss never sees)."""
-    out, count, _, pending, _ = scan
-    if pending.shape[0] == 0:
-        return out[:count]
-    length = _resolve(table.keys, table.values, finals, out, count, pending)
-    return None if length < 0 else out[:length]
+    scan: Scan, table: TokenTable, pieces: Pieces, piece_values: npt.NDArray[np.uint64]
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]] | None:
+    """The values and spans of a scan once its reported tokens are stored (``None`` if
+    some pending token is still unknown, which a caller that stored every miss never
+    sees)."""
+    if scan.waiting == 0:
+        return scan.values(), scan.spans()
+    values, spans, ok = _resolve(
+        table.keys, table.values, pieces.slot_pieces, piece_values, pieces.piece_spans,
+        scan.work, scan.bound, scan.size, scan.waiting,
+    )  # fmt: skip
+    return (values, spans) if ok else None
 
 
 # --- shingles and MinHash -------------------------------------------------------------------

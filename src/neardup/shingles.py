@@ -10,8 +10,9 @@ Tokens become 64-bit integers here, and every later stage works on those integer
   *antecedent* (a frequent stop word), the chain of the next ``chain_length`` non-stop-word
   tokens, each found at least ``spot_distance`` tokens after the previous bead, hashed
   together with the antecedent.  Vectorised with numpy (a "next non-stop token" table).
-* :func:`token_hashes` is the signature fast path: text -> token hashes with a per-process
-  cache keyed by raw token, identical to ``hash_forms(tokenize(text).forms)``.
+* :func:`token_hashes` is the signature fast path: text -> token hashes through the text
+  stage's compiled scanner (any Unicode text), each raw token hashed once per process,
+  identical to ``hash_forms(tokenize(text).forms)``.
 * Sentence shingles (seed 000) are CRC32 of the sentence's normalised terms joined by spaces.
 
 Guarantees: pure and deterministic (no salted ``hash()``; explicit seeds; integer arithmetic
@@ -21,15 +22,24 @@ every machine and process.  Golden values pin them in ``tests/test_shingles.py``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from neardup._jit import compiled_worthwhile
 from neardup.errors import ConfigError
-from neardup.text import TextConfig, forms_of_raw_tokens, raw_tokens
+from neardup.text import (
+    PYTHON_NS_PER_CHAR,
+    TextConfig,
+    ensure_text,
+    forms_of_raw_tokens,
+    raw_tokens,
+    token_values,
+)
 
 __all__ = [
     "SPOTSIGS_ANTECEDENTS",
@@ -89,9 +99,12 @@ def word_shingles(token_hashes: U64, width: int) -> U64:
     """
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise ConfigError(f"shingle width must be a positive integer, got {width!r}")
+    hashes = np.asarray(token_hashes, dtype=np.uint64)
+    if not compiled_worthwhile(2_000 + 4 * hashes.shape[0] * width):
+        return word_shingles_numpy(hashes, width)
     from neardup import _kernels
 
-    return _kernels.word_shingles(np.asarray(token_hashes, dtype=np.uint64), width)
+    return _kernels.word_shingles(hashes, width)
 
 
 def word_shingles_numpy(token_hashes: U64, width: int) -> U64:
@@ -132,114 +145,50 @@ def _hash_cache(config: TextConfig, seed: int) -> dict[str, tuple[int, ...]]:
     return cache
 
 
+@lru_cache(maxsize=64)
+def _token_hash(seed: int) -> Callable[[str], int]:
+    """The token hash of one form with ``seed`` (the function :func:`hash_forms` applies)."""
+    digest = xxhash.xxh3_64_intdigest
+
+    def token_hash(form: str) -> int:
+        return digest(form.encode("utf-8", "surrogatepass"), seed)
+
+    return token_hash
+
+
+_channels: dict[int, tuple[tuple[str, int], Callable[[str], int]]] = {}
+
+
+def _hash_channel(seed: int) -> tuple[tuple[str, int], Callable[[str], int]]:
+    """The text stage's memo channel of the token hash with ``seed``."""
+    channel = _channels.get(seed)
+    if channel is None:
+        channel = _channels[seed] = (("xxh3_64", seed), _token_hash(seed))
+    return channel
+
+
 def token_hashes(text: str, config: TextConfig, seed: int = 0) -> U64:
     """``hash_forms(tokenize(text, config).forms, seed)``, computed several times faster.
 
     Each distinct raw token of the process is normalised, stemmed and hashed once, then
-    looked up (bounded caches).  Pure ASCII text goes through a compiled scanner
-    (:mod:`neardup._kernels`); other text through the token regular expression.
+    looked up: the compiled scanner of the text stage finds the raw tokens of any text
+    (:func:`neardup.text.token_values`); short work in a process that has not loaded the
+    compiled kernels goes through the token regular expression and a dict instead.
     Deterministic: the caches only memoise a pure function (tested equal to the slow path).
     """
-    if text.isascii() if isinstance(text, str) else False:
-        fast = _ascii_token_hashes(text, config, seed)
-        if fast is not None:
-            return fast
+    if compiled_worthwhile(PYTHON_NS_PER_CHAR * len(ensure_text(text))):
+        return token_values(text, config, _hash_channel(seed))
     cache = _hash_cache(config, seed)
     raws = raw_tokens(text)
     try:
         parts = [cache[r] for r in raws]
     except KeyError:
-        digest = xxhash.xxh3_64_intdigest
+        token_hash = _token_hash(seed)
         new = list(dict.fromkeys(r for r in raws if r not in cache))
         for r, forms in zip(new, forms_of_raw_tokens(new, config), strict=True):
-            cache[r] = tuple(digest(f.encode("utf-8", "surrogatepass"), seed) for f in forms)
+            cache[r] = tuple(token_hash(f) for f in forms)
         parts = [cache[r] for r in raws]
     return np.fromiter(chain.from_iterable(parts), dtype=np.uint64)
-
-
-class _AsciiTable:
-    """Key -> token hash table of the compiled ASCII path, for one (config, seed)."""
-
-    LIMIT = 1 << 20  # distinct tokens kept before the table starts afresh (bounded memory)
-
-    def __init__(self) -> None:
-        from neardup import _kernels
-
-        self.kernels = _kernels
-        self.table = _kernels.TokenTable()
-        self.finals = np.zeros(1024, dtype=np.uint64)  # index 0: "no form" (dropped token)
-        self.size = 1
-        self.calls = 0  # call ids mark tokens reported as unknown during one scan
-
-    def store(self, keys: list[int], hashes: list[int | None]) -> None:
-        """Record the hash (``None``: the token yields no form) of each new token key."""
-        found = [n for n, value in enumerate(hashes) if value is not None]
-        needed = self.size + len(found)
-        if needed > self.finals.shape[0]:
-            grown = np.zeros(max(needed, 2 * self.finals.shape[0]), dtype=np.uint64)
-            grown[: self.size] = self.finals[: self.size]
-            self.finals = grown
-        values = np.zeros(len(keys), dtype=np.int64)
-        slots = np.arange(self.size, needed, dtype=np.int64)
-        values[found] = slots
-        self.finals[slots] = np.array([hashes[n] for n in found], dtype=np.uint64)
-        self.size = needed
-        self.table.set_many(np.array(keys, dtype=np.int64), values)
-
-    def learn(
-        self, text: str, misses: npt.NDArray[np.int64], config: TextConfig, seed: int
-    ) -> bool:
-        """Normalise, stem (one batch) and hash the reported tokens ``(start, end, key)``
-        of ``text`` and store them; ``False`` if one yields several forms (never for ASCII;
-        the caller then takes the exact general path)."""
-        found = misses.tolist()
-        starts, ends, keys = found[0::3], found[1::3], found[2::3]
-        raws = [text[s:e] for s, e in zip(starts, ends, strict=True)]
-        digest = xxhash.xxh3_64_intdigest
-        hashes: list[int | None] = []
-        for forms in forms_of_raw_tokens(raws, config):
-            if len(forms) > 1:
-                return False
-            hashes.append(digest(forms[0].encode("utf-8"), seed) if forms else None)
-        self.store(keys, hashes)
-        return True
-
-
-_ascii_tables: dict[tuple[TextConfig, int], _AsciiTable] = {}
-
-
-def _ascii_token_hashes(text: str, config: TextConfig, seed: int) -> U64 | None:
-    """Token hashes of an ASCII text through the compiled scanner (``None``: take the
-    general path).  One scan; the text's new words are learnt together (one stemmer call)
-    and filled into the scan's output in place.  A scan stopped by a half-full table
-    resumes where it stopped after the table grows."""
-    key = (config, seed)
-    state = _ascii_tables.get(key)
-    if state is None or state.size >= _AsciiTable.LIMIT:
-        if len(_ascii_tables) > 16:
-            _ascii_tables.clear()
-        state = _ascii_tables[key] = _AsciiTable()
-    data = text.encode("ascii")
-    kernels = state.kernels
-    done: list[U64] = []
-    start = 0
-    while True:
-        state.calls += 1
-        scan = kernels.scan_lookup(data, state.table, state.finals, state.calls, start)
-        out, count, misses, pending, stop = scan
-        if stop == len(data) and pending.shape[0] == 0 and not done:
-            known: U64 = out[:count]
-            return known  # the usual case: every token known
-        if misses.shape[0] and not state.learn(text, misses, config, seed):
-            return None
-        resolved = kernels.resolve(scan, state.table, state.finals)
-        if resolved is None:
-            return None  # cannot happen: every pending token was reported and learnt
-        if stop >= len(data):
-            return np.concatenate([*done, resolved]) if done else resolved
-        done.append(resolved)
-        state.table.grow()
-        start = stop
 
 
 def hash_set(forms: Iterable[str], seed: int = 0) -> U64:

@@ -29,29 +29,37 @@ machine.  Linear in the text length.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from functools import lru_cache
 from itertools import chain
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import Stemmer
 
+from neardup._jit import compiled_worthwhile
 from neardup.config import Config, check_choice, check_int
 from neardup.errors import ConfigError, InputTypeError
 
 __all__ = [
     "ENGLISH_STOP_WORDS",
+    "PYTHON_NS_PER_CHAR",
     "TextConfig",
     "Tokens",
     "ensure_text",
     "forms_of_raw_token",
     "forms_of_raw_tokens",
+    "raw_token_pieces",
     "raw_tokens",
     "sentence_spans",
     "sentences",
     "token_forms",
+    "token_values",
     "tokenize",
     "tokenize_reference",
 ]
@@ -217,12 +225,26 @@ def tokenize(text: str, config: TextConfig | None = None) -> Tokens:
     """Normalised tokens of ``text`` with their character spans in ``text``.
 
     Empty, whitespace-only or punctuation-only text gives zero tokens (never an error).
-    Each distinct raw token is normalised and stemmed once per process (the cache of
-    :func:`token_forms`); tokens of no-space scripts, whose pieces have their own offsets,
-    take the full path every time.  Equal to :func:`tokenize_reference` (tested).
+    Equal to :func:`tokenize_reference` (tested): the compiled scanner finds the raw tokens
+    of any text and each distinct raw token is normalised and stemmed once per process
+    (:class:`_Vocabulary`); short work in a process that has not loaded the compiled kernels
+    takes the same steps in Python (:func:`neardup._jit.compiled_worthwhile`).
     """
     text = ensure_text(text)
     cfg = config or _DEFAULT_CONFIG
+    if not compiled_worthwhile(PYTHON_NS_PER_CHAR * len(text)):
+        return _tokenize_python(text, cfg)
+    vocabulary = _vocabulary(cfg)
+    numbers, spans = vocabulary.scan(text, None, spans=True)
+    return Tokens(
+        vocabulary.forms_of(numbers), tuple(spans[0::2].tolist()), tuple(spans[1::2].tolist())
+    )
+
+
+def _tokenize_python(text: str, cfg: TextConfig) -> Tokens:
+    """:func:`tokenize` in Python: the token regular expression, and each distinct raw token
+    normalised and stemmed once per process (the cache of :func:`token_forms`); tokens of
+    no-space scripts, whose pieces have their own offsets, take the full path every time."""
     cache = _span_cache(cfg)
     forms: list[str] = []
     starts: list[int] = []
@@ -332,6 +354,10 @@ def tokenize_reference(text: str, config: TextConfig | None = None) -> Tokens:
 
 _DEFAULT_CONFIG = TextConfig()
 
+#: Cost of the Python token path per character, for :func:`neardup._jit.compiled_worthwhile`
+#: (about 70 ns on Reuters with a warm cache, twice that cold).
+PYTHON_NS_PER_CHAR = 100
+
 # --- fast path for signatures (no offsets) ------------------------------------------------
 
 
@@ -413,16 +439,49 @@ def _ascii_forms(joined: str, cfg: TextConfig, stops: frozenset[str]) -> list[tu
 
 def _unstemmed_forms(raw: str, cfg: TextConfig, stops: frozenset[str]) -> list[str]:
     """The forms of one raw token before stemming (numbers, no-space scripts, stop words)."""
+    return [form for form, _, _ in _unstemmed_pieces(raw, cfg, stops)]
+
+
+def _unstemmed_pieces(
+    raw: str, cfg: TextConfig, stops: frozenset[str]
+) -> list[tuple[str, int, int]]:
+    """The pieces of one raw token before stemming: each form with its span relative to the
+    token's start (the whole token, unless a no-space script splits it and NFKC kept its
+    length), as :func:`tokenize_reference` makes them."""
     form = _normalise(raw)
     if form[0].isdigit() and _NUMBER_RE.fullmatch(form):
         if cfg.numbers == "drop":
             return []
-        return ["0" if cfg.numbers == "mask" else form]
+        return [("0" if cfg.numbers == "mask" else form, 0, len(raw))]
     if not form.isascii() and _NOSPACE_RE.search(form):
-        return [p for p, _, _ in _split_nospace(form, 0, cfg.cjk) if p not in stops]
+        if len(form) == len(raw):
+            return [p for p in _split_nospace(form, 0, cfg.cjk) if p[0] not in stops]
+        return [(p, 0, len(raw)) for p, _, _ in _split_nospace(form, 0, cfg.cjk) if p not in stops]
     if len(form) < cfg.min_token_length or form in stops:
         return []
-    return [form]
+    return [(form, 0, len(raw))]
+
+
+def raw_token_pieces(
+    raws: Sequence[str], config: TextConfig | None = None
+) -> list[list[tuple[str, int, int]]]:
+    """For each raw token (an element of :func:`raw_tokens`), its normalised forms with their
+    spans relative to the token's start: what :func:`tokenize` makes of it, with one stemmer
+    call for all.  The forms are :func:`forms_of_raw_tokens`'s (tested)."""
+    cfg = config or _DEFAULT_CONFIG
+    joined = " ".join(raws)
+    if joined.isascii() and joined.count(" ") == len(raws) - 1:
+        # ASCII: at most one form per token, spanning all of it (no-space scripts are not ASCII).
+        return [
+            [(form, 0, len(raw)) for form in forms]
+            for raw, forms in zip(raws, forms_of_raw_tokens(raws, cfg), strict=True)
+        ]
+    stops = cfg.effective_stop_words if cfg.drop_stop_words else frozenset()
+    parts = [_unstemmed_pieces(raw, cfg, stops) for raw in raws]
+    if not cfg.stem:
+        return parts
+    stems = iter(_stemmer(cfg.language).stemWords([p[0] for part in parts for p in part]))
+    return [[(next(stems), s, e) for _, s, e in part] for part in parts]
 
 
 # Per-config caches raw token -> forms.  News vocabularies are small (Reuters: ~40k distinct
@@ -444,13 +503,17 @@ def _forms_cache(cfg: TextConfig) -> dict[str, tuple[str, ...]]:
 
 
 def token_forms(text: str, config: TextConfig | None = None) -> list[str]:
-    """``tokenize(text, config).forms`` without the offsets, several times faster.
+    """``tokenize(text, config).forms`` without the offsets, faster.
 
-    The fast path for signatures: same forms, same order (tested), but each distinct raw
-    token is normalised and stemmed once per process and then looked up.  Memory is bounded
-    (the cache is cleared past 262,144 entries).
+    The same forms in the same order (tested).  Memory is bounded (the caches are cleared
+    past 262,144 raw tokens in Python, 1,048,576 in the compiled vocabulary).
     """
+    text = ensure_text(text)
     cfg = config or _DEFAULT_CONFIG
+    if compiled_worthwhile(PYTHON_NS_PER_CHAR * len(text)):
+        vocabulary = _vocabulary(cfg)
+        numbers, _ = vocabulary.scan(text, None, spans=False)
+        return list(vocabulary.forms_of(numbers))
     cache = _forms_cache(cfg)
     raws = raw_tokens(text)
     try:
@@ -460,6 +523,206 @@ def token_forms(text: str, config: TextConfig | None = None) -> list[str]:
         cache.update(zip(new, forms_of_raw_tokens(new, cfg), strict=True))
         parts = [cache[r] for r in raws]
     return list(chain.from_iterable(parts))
+
+
+def token_values(
+    text: str, config: TextConfig, channel: tuple[Hashable, Callable[[str], int]]
+) -> npt.NDArray[np.uint64]:
+    """``[value_of(f) for f in tokenize(text, config).forms]`` as ``uint64`` for ``channel
+    = (name, value_of)``, through the compiled scanner: ``value_of`` is called once per
+    distinct piece of a raw token per process and remembered under ``name`` (which must
+    name ``value_of``: a token hash and its seed, for example).  ``value_of`` must return
+    an integer in ``[0, 2**64)``; ``text`` must be a ``str`` (:func:`ensure_text`)."""
+    return _vocabulary(config).scan(text, channel, spans=False)[0]
+
+
+# --- the compiled scanner's vocabulary -----------------------------------------------------
+
+# Runs of the two character classes of _TOKEN_RE; the scanner's table is built from these.
+_ALNUM_RUN_RE = re.compile(r"[^\W_]+")
+_DIGIT_RUN_RE = re.compile(r"\d+")
+
+
+def _class_table(size: int) -> npt.NDArray[np.uint8]:
+    """The scanner's class bits of code points ``0 .. size - 1``: exactly the characters the
+    token regular expression matches as ``[^\\W_]`` and as ``\\d``."""
+    from neardup._kernels import ALNUM, DIGIT
+
+    chars = np.arange(size, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    table = np.zeros(size, dtype=np.uint8)
+    for pattern, bit in ((_ALNUM_RUN_RE, ALNUM), (_DIGIT_RUN_RE, DIGIT)):
+        for match in pattern.finditer(chars):
+            table[match.start() : match.end()] |= bit
+    table.flags.writeable = False
+    return table
+
+
+@lru_cache(maxsize=1)
+def _byte_classes() -> npt.NDArray[np.uint8]:
+    return _class_table(256)
+
+
+_BYTE_CLASSES = [_byte_classes()]  # the classes of ASCII text, built at import (cheap)
+
+
+@lru_cache(maxsize=1)
+def _code_point_classes() -> npt.NDArray[np.uint8]:
+    """All of Unicode (1.1 MB; built in about 60 ms, once, for the first non-ASCII text)."""
+    return _class_table(0x110000)
+
+
+def _code_units(text: str) -> tuple[npt.NDArray[Any], npt.NDArray[np.uint8]]:
+    """The text as the scanner reads it (bytes of ASCII, else UTF-32 code points: positions
+    are ``str`` indices either way) and the class table for that width."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8), _BYTE_CLASSES[0]
+    data = text.encode("utf-32-le", "surrogatepass")
+    return np.frombuffer(data, dtype="<u4"), _code_point_classes()
+
+
+_NO_SPANS = np.zeros(0, dtype=np.int64)
+
+
+class _Vocabulary:
+    """Raw token -> its pieces (forms with spans within the token), for one
+    :class:`TextConfig`, in the arrays the compiled scanner reads (:mod:`neardup._kernels`).
+
+    Each piece carries values per *channel*: its number (from which :meth:`forms_of` reads
+    the form) and, for each channel a caller names, ``value_of(form)`` (a token hash, for
+    :mod:`neardup.shingles`), computed once per piece.  A lock serialises scans: a scan
+    updates the table, and learning runs Python code between two compiled calls.
+    """
+
+    LIMIT = 1 << 20  # slots kept before the vocabulary starts afresh (bounded memory)
+
+    def __init__(self, config: TextConfig) -> None:
+        from neardup import _kernels
+
+        self.kernels = _kernels
+        self.config = config
+        self.table = _kernels.TokenTable()
+        self.pieces = _kernels.Pieces()
+        self.forms: list[str] = []  # the form of each piece
+        self.numbers = np.arange(1024, dtype=np.uint64)  # the channel of piece numbers
+        self.channels: dict[Hashable, tuple[npt.NDArray[np.uint64], int]] = {}
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    @property
+    def full(self) -> bool:
+        return self.pieces.slots >= self.LIMIT
+
+    def forms_of(self, numbers: npt.NDArray[np.uint64]) -> tuple[str, ...]:
+        """The forms of pieces ``numbers``."""
+        if numbers.shape[0] == 0:
+            return ()
+        if numbers.shape[0] == 1:
+            return (self.forms[int(numbers[0])],)
+        got: tuple[str, ...] = operator.itemgetter(*numbers.tolist())(self.forms)
+        return got
+
+    def _values(
+        self, channel: tuple[Hashable, Callable[[str], int]] | None
+    ) -> npt.NDArray[np.uint64]:
+        """The values of every piece so far on ``channel`` (``None``: piece numbers)."""
+        count = len(self.forms)
+        if channel is None:
+            if self.numbers.shape[0] < count:
+                self.numbers = np.arange(2 * count, dtype=np.uint64)
+            return self.numbers
+        name, value_of = channel
+        entry = self.channels.get(name)
+        if entry is not None and entry[1] == count:
+            return entry[0]
+        values, filled = entry if entry is not None else (np.zeros(1024, dtype=np.uint64), 0)
+        if values.shape[0] < count:
+            grown = np.zeros(2 * count, dtype=np.uint64)
+            grown[:filled] = values[:filled]
+            values = grown
+        values[filled:count] = [value_of(form) for form in self.forms[filled:count]]
+        self.channels[name] = (values, count)
+        return values
+
+    def _learn(self, text: str, misses: npt.NDArray[np.int64]) -> None:
+        """Store the pieces of the reported tokens ``(start, end, key)`` of ``text``."""
+        found = misses.tolist()
+        starts, ends, keys = found[0::3], found[1::3], found[2::3]
+        raws = [text[s:e] for s, e in zip(starts, ends, strict=True)]
+        pieces = raw_token_pieces(raws, self.config)
+        slots = self.pieces.append([[(s, e) for _, s, e in token] for token in pieces])
+        self.forms.extend(form for token in pieces for form, _, _ in token)
+        self.table.set_many(np.array(keys, dtype=np.int64), slots)
+
+    def scan(
+        self,
+        text: str,
+        channel: tuple[Hashable, Callable[[str], int]] | None,
+        spans: bool,
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+        """The values of ``text``'s pieces on ``channel`` in order, and their spans (flat
+        ``start, end`` pairs) when asked for.  One scan; the text's new tokens are learnt
+        together (one stemmer call) and filled into the scan's output in place.  A scan
+        stopped by a half-full table (or a full output) resumes where it stopped."""
+        buf, classes = _code_units(text)
+        kernels = self.kernels
+        n = buf.shape[0]
+        with self.lock:
+            entry = self.channels.get(channel[0]) if channel is not None else None
+            if entry is not None and entry[1] == len(self.forms):
+                values = entry[0]
+            else:
+                values = self._values(channel)
+            self.calls += 1
+            scan = kernels.scan_tokens(
+                buf, classes, self.table, self.pieces, values, self.calls, 0, spans
+            )
+            if scan.stop == n and scan.waiting == 0:  # the usual case: every token known
+                return scan.values(), scan.spans() if spans else _NO_SPANS
+            done: list[tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]] = []
+            start = bound = 0
+            while True:
+                if scan.missed:
+                    self._learn(text, scan.misses())
+                    values = self._values(channel)
+                resolved = kernels.resolve(scan, self.table, self.pieces, values)
+                if resolved is None:  # cannot happen: every pending token was learnt
+                    raise RuntimeError("token scanner left a token unresolved")
+                done.append(resolved)
+                if scan.stop >= n:
+                    break
+                if 2 * (self.table.used + 1) > self.table.keys.shape[0]:
+                    self.table.grow()
+                elif scan.stop == start:  # a token with more pieces than the room left
+                    bound = 2 * max(bound, n - start + 1)
+                start = scan.stop
+                self.calls += 1
+                scan = kernels.scan_tokens(
+                    buf, classes, self.table, self.pieces, values, self.calls, start, spans, bound
+                )
+        if len(done) == 1:
+            return done[0]
+        return np.concatenate([d[0] for d in done]), np.concatenate([d[1] for d in done])
+
+
+_vocabularies: dict[TextConfig, _Vocabulary] = {}
+
+
+_last_vocabulary: list[_Vocabulary] = []  # the one used last (an identity check is cheaper
+# than hashing a config: this runs once per text)
+
+
+def _vocabulary(config: TextConfig) -> _Vocabulary:
+    if _last_vocabulary:
+        last = _last_vocabulary[0]
+        if last.config is config and not last.full:
+            return last
+    vocabulary = _vocabularies.get(config)
+    if vocabulary is None or vocabulary.full:
+        if len(_vocabularies) > 16:
+            _vocabularies.clear()
+        vocabulary = _vocabularies[config] = _Vocabulary(config)
+    _last_vocabulary[:] = [vocabulary]
+    return vocabulary
 
 
 # --- sentences -------------------------------------------------------------------------

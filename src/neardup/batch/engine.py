@@ -26,7 +26,7 @@ labels are canonical (smallest member), so the output is byte-identical whatever
 of workers or shards, and with the single-process path.
 
 Memory (driver): ids, dates, lengths and positions (~150 bytes/document), the bucket keys
-(``bands * 12`` bytes/document: 300 bytes at the default 25 bands) and the candidate pairs;
+(``bands * 12`` bytes/document: 384 bytes at the default 32 bands) and the candidate pairs;
 kept shingles and signature values live in the work directory (memory-mapped when read
 back); texts are never held beyond the partitions in flight.  Measured peak per million
 documents: see ``docs/batch.md``.

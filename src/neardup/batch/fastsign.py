@@ -4,8 +4,9 @@ Signing documents one by one pays numpy's per-call overhead a dozen times per do
 Here a partition is processed at once:
 
 * :func:`partition_shingles`: the texts are joined with a *separator word* between them and
-  tokenised in one :func:`neardup.shingles.token_hashes` call (the text stage works token by
-  token, so joining changes no token); word shingles are computed for the whole token array
+  tokenised in :func:`neardup.shingles.token_hashes` calls of about half a million
+  characters (the text stage works token by token, so joining changes no token); word
+  shingles are computed for the whole token array
   in one :func:`neardup.shingles.word_shingles` call, and windows that straddle a separator
   are dropped.  Documents shorter than ``width`` tokens get their single shingle exactly as
   :func:`~neardup.shingles.word_shingles` defines it.  If a text happens to contain the
@@ -29,8 +30,8 @@ import itertools
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
+from neardup._jit import compiled_worthwhile, njit
 from neardup.shingles import token_hashes, word_shingles
 from neardup.sketch.minhash import minhash_values
 from neardup.sketch.shingleset import TOKEN_SEED
@@ -65,38 +66,10 @@ def partition_shingles(texts: list[str], config: TextConfig, width: int) -> tupl
     """Word ``width``-shingles of each text, ragged ``(flat, offsets)``, in position order
     (duplicates kept; use :func:`unique_rows` for sets).
 
-    ASCII texts are joined and tokenised together (the tokeniser's compiled fast path);
-    other texts one by one, then the rows are put back in input order.
+    The texts are joined and tokenised together (ASCII or not: the text stage's scanner
+    reads any Unicode text).
     """
-    ascii_rows = [i for i, t in enumerate(texts) if t.isascii()]
-    if len(ascii_rows) == len(texts):
-        return _joined(texts, config, width)
-    other_rows = [i for i, t in enumerate(texts) if not t.isascii()]
-    fast = _joined([texts[i] for i in ascii_rows], config, width)
-    slow = _per_document([texts[i] for i in other_rows], config, width)
-    return _interleave(len(texts), ascii_rows, fast, other_rows, slow)
-
-
-def _interleave(
-    n: int,
-    rows_a: list[int],
-    part_a: tuple[U64, I64],
-    rows_b: list[int],
-    part_b: tuple[U64, I64],
-) -> tuple[U64, I64]:
-    """Merge two ragged arrays whose rows are ``rows_a``/``rows_b`` of an ``n``-row result."""
-    sizes = np.zeros(n, dtype=np.int64)
-    sizes[rows_a] = np.diff(part_a[1])
-    sizes[rows_b] = np.diff(part_b[1])
-    owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    flat = np.empty(int(offsets[-1]), dtype=np.uint64)
-    for rows, (values, _) in ((rows_a, part_a), (rows_b, part_b)):
-        mask = np.zeros(n, dtype=bool)
-        mask[rows] = True
-        flat[mask[owner]] = values  # rows keep their order within each part
-    return flat, offsets
+    return _joined(texts, config, width)
 
 
 def _chunks(texts: list[str], target: int) -> list[tuple[int, int]]:
@@ -169,7 +142,7 @@ def _joined(texts: list[str], config: TextConfig, width: int) -> tuple[U64, I64]
     return vals, offsets
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True)
 def _sort_unique_rows(flat: U64, offsets: I64) -> tuple[U64, I64]:
     n = offsets.shape[0] - 1
     out = np.empty(flat.shape[0], dtype=np.uint64)
@@ -187,10 +160,24 @@ def _sort_unique_rows(flat: U64, offsets: I64) -> tuple[U64, I64]:
 
 def unique_rows(flat: U64, offsets: I64) -> tuple[U64, I64]:
     """Each ragged row sorted ascending with duplicates removed (exact shingle sets)."""
-    result: tuple[U64, I64] = _sort_unique_rows(
-        np.ascontiguousarray(flat, dtype=np.uint64), np.ascontiguousarray(offsets, dtype=np.int64)
-    )
+    flat = np.ascontiguousarray(flat, dtype=np.uint64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if not compiled_worthwhile(10_000 + 150 * flat.shape[0]):
+        return _unique_rows_numpy(flat, offsets)
+    result: tuple[U64, I64] = _sort_unique_rows(flat, offsets)
     return result
+
+
+def _unique_rows_numpy(flat: U64, offsets: I64) -> tuple[U64, I64]:
+    """Reference of :func:`unique_rows` in numpy (one lexicographic sort of (row, value))."""
+    rows = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
+    order = np.lexsort((flat, rows))
+    values, rows = flat[order], rows[order]
+    keep = np.ones(values.shape[0], dtype=bool)
+    keep[1:] = (values[1:] != values[:-1]) | (rows[1:] != rows[:-1])
+    new_offsets = np.zeros(offsets.shape[0], dtype=np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=offsets.shape[0] - 1), out=new_offsets[1:])
+    return values[keep], new_offsets
 
 
 @functools.lru_cache(maxsize=16)
@@ -203,7 +190,7 @@ def permutation_params(num_perm: int, seed: int) -> tuple[U64, U64]:
     return a, b
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True)
 def _minhash_kernel(flat: U64, offsets: I64, a: U64, b: U64) -> U64:
     n = offsets.shape[0] - 1
     k = a.shape[0]
@@ -223,11 +210,27 @@ def minhash_matrix(flat: U64, offsets: I64, num_perm: int, seed: int) -> tuple[U
     """``(values (n, num_perm), lengths (n,))``: k-permutation MinHash of each ragged row;
     rows without shingles get length 0 (their values are meaningless)."""
     a, b = permutation_params(num_perm, seed)
-    values: U64 = _minhash_kernel(
-        np.ascontiguousarray(flat, dtype=np.uint64),
-        np.ascontiguousarray(offsets, dtype=np.int64),
-        a,
-        b,
-    )
+    flat = np.ascontiguousarray(flat, dtype=np.uint64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     lengths = np.where(np.diff(offsets) > 0, num_perm, 0).astype(np.int64)
+    if not compiled_worthwhile(5_000 * (offsets.shape[0] - 1) + 3 * flat.shape[0] * num_perm):
+        return _minhash_numpy(flat, offsets, a, b), lengths
+    values: U64 = _minhash_kernel(flat, offsets, a, b)
     return values, lengths
+
+
+def _minhash_numpy(flat: U64, offsets: I64, a: U64, b: U64) -> U64:
+    """Reference of the compiled pass of :func:`minhash_matrix`, in numpy blocks of rows."""
+    n = offsets.shape[0] - 1
+    out = np.full((n, a.shape[0]), np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    sizes = np.diff(offsets)
+    filled = np.flatnonzero(sizes > 0)
+    step = 64
+    for lo in range(0, filled.shape[0], step):
+        rows = filled[lo : lo + step]
+        begin, end = int(offsets[rows[0]]), int(offsets[rows[-1] + 1])
+        hashed = flat[begin:end, None] * a[None, :]  # uint64 arithmetic wraps mod 2**64
+        hashed += b[None, :]
+        # Empty rows hold no shingles, so the starts of the filled ones delimit them.
+        out[rows] = np.minimum.reduceat(hashed, offsets[rows] - begin, axis=0)
+    return out

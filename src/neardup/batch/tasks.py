@@ -19,7 +19,7 @@ from neardup.batch.banding import (
     band_keys_minhash,
     band_keys_simhash,
     bucket_pairs,
-    lsh_bands,
+    default_bands,
 )
 from neardup.batch.fastsign import minhash_matrix, partition_shingles, unique_rows
 from neardup.batch.verify import jaccard_and_containment, pair_lcs
@@ -111,7 +111,7 @@ class DedupConfig(Config):
         """``(bands, rows)`` of MinHash LSH."""
         if self.bands is not None:
             return self.bands, self.num_perm // self.bands
-        return lsh_bands(float(self.threshold), self.num_perm)
+        return default_bands(float(self.threshold), self.num_perm)
 
     @property
     def minhash(self) -> MinHashConfig:

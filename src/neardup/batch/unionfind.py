@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
+from neardup._jit import compiled_worthwhile, njit
 from neardup.errors import InputError
 
 __all__ = ["UnionFind", "component_labels"]
@@ -58,6 +58,14 @@ def _min_labels(parent: I64) -> I64:
     return labels
 
 
+def _find_list(parent: list[int], x: int) -> int:
+    """:func:`_find` on a Python list (the small-input path)."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
 class UnionFind:
     """Disjoint sets over ``0..n-1``; add edges in batches, read canonical labels."""
 
@@ -78,14 +86,33 @@ class UnionFind:
             min(int(a.min()), int(b.min())) < 0 or max(int(a.max()), int(b.max())) >= self.n
         ):
             raise InputError(f"edge endpoint outside 0..{self.n - 1}")
-        _union_all(self._parent, self._size, a, b)
+        if compiled_worthwhile(1_000 * a.shape[0]):
+            _union_all(self._parent, self._size, a, b)
+        else:  # a few edges: the same steps in Python, without loading numba
+            parent, size = self._parent.tolist(), self._size.tolist()
+            for x, y in zip(a.tolist(), b.tolist(), strict=True):
+                rx, ry = _find_list(parent, x), _find_list(parent, y)
+                if rx != ry:
+                    if size[rx] < size[ry]:
+                        rx, ry = ry, rx
+                    parent[ry] = rx
+                    size[rx] += size[ry]
+            self._parent[:] = parent
+            self._size[:] = size
 
     def labels(self) -> I64:
         """For every element, the smallest element of its set."""
         if self.n == 0:
             return np.empty(0, dtype=np.int64)
-        result: I64 = _min_labels(self._parent)
-        return result
+        if compiled_worthwhile(1_000 * self.n):
+            result: I64 = _min_labels(self._parent)
+            return result
+        parent = self._parent.tolist()
+        roots = [_find_list(parent, x) for x in range(self.n)]
+        smallest: dict[int, int] = {}
+        for x, r in enumerate(roots):
+            smallest.setdefault(r, x)  # x rises: the first one seen is the smallest
+        return np.array([smallest[r] for r in roots], dtype=np.int64)
 
 
 def component_labels(n: int, left: npt.ArrayLike, right: npt.ArrayLike) -> I64:

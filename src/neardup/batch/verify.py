@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
+from neardup._jit import compiled_worthwhile, njit
 from neardup.similarity._overlap_kernels import merge_count
 
 __all__ = ["jaccard_and_containment", "pair_lcs", "pair_overlaps"]
@@ -44,6 +44,17 @@ def _overlaps(flat: U64, offsets: I64, left: I64, right: I64) -> I64:
 
 def pair_overlaps(flat: U64, offsets: I64, left: I64, right: I64) -> I64:
     """``|A ∩ B|`` for each pair of rows (rows sorted ascending and distinct)."""
+    if not compiled_worthwhile(5_000 * len(left)):  # a few pairs: numpy, without numba
+        return np.array(
+            [
+                np.intersect1d(
+                    flat[offsets[a] : offsets[a + 1]], flat[offsets[b] : offsets[b + 1]],
+                    assume_unique=True,
+                ).shape[0]
+                for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist(), strict=True)
+            ],
+            dtype=np.int64,
+        )  # fmt: skip
     result: I64 = _overlaps(
         np.ascontiguousarray(flat, dtype=np.uint64),
         np.ascontiguousarray(offsets, dtype=np.int64),

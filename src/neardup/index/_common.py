@@ -149,6 +149,24 @@ class KeyMap:
         else:
             self.rows = rows
 
+    def append_new(self, key: object) -> int | None:
+        """Append a plainly new key (an ``int`` or ``str`` of the map's kind, not present) and
+        return its row; ``None`` for anything else, which :meth:`normalise` and
+        :meth:`prepare` decide (the one-key fast path of an index's add)."""
+        kind = type(key)
+        if kind is int:
+            if self.kind != "int" or not _I64_MIN <= key <= _I64_MAX:  # type: ignore[operator]
+                return None
+        elif kind is not str or self.kind != "str":
+            return None
+        rows = self.rows
+        if key in rows:
+            return None
+        row = len(self.keys)
+        self.keys.append(key)  # type: ignore[arg-type]
+        rows[key] = row  # type: ignore[index]
+        return row
+
     def drop(self, row: int) -> None:
         key = self.keys[row]
         if key is not None:

@@ -30,7 +30,7 @@ from neardup.errors import (
     StoreError,
 )
 from neardup.index._common import Key, KeyMap, write_index_file
-from neardup.index._tables import MultiTable, Segment
+from neardup.index._tables import Segment
 from neardup.sketch.base import Signature
 
 __all__ = ["RowIndex", "resolve_config"]
@@ -66,7 +66,7 @@ class RowIndex:
 
     scheme_id: str | None
 
-    def _init_rows(self, tables: MultiTable, value_shape: tuple[int, ...]) -> None:
+    def _init_rows(self, tables: Any, value_shape: tuple[int, ...]) -> None:
         """Empty state: ``value_shape`` is ``()`` for a fingerprint, ``(num_perm,)`` else."""
         self._tables = tables
         self._keys = KeyMap()
@@ -87,6 +87,47 @@ class RowIndex:
     def _table_keys(self, values: U64) -> U64:
         """(T, n) table keys of ``n`` values."""
         raise NotImplementedError
+
+    # -- the tables (sorted multi-tables by default; the LSH index hashes its bands) -------
+
+    def _flush(self) -> None:
+        """Take in adds held back for a bulk insert (the LSH index holds some); every read of
+        the values or the tables calls this first."""
+
+    def _insert_tables(self, values: U64, rows: U32) -> None:
+        """Add new rows (holding ``values``) to the tables."""
+        self._tables.insert(self._table_keys(values), rows, self._alive)
+
+    def _compact_tables(self, renumber: npt.NDArray[np.int64]) -> None:
+        """Drop removed rows from the tables and renumber the others (before the values move)."""
+        self._tables.compact(self._alive, renumber)
+
+    def _rebuild_tables(self) -> None:
+        """After the values were compacted or restored (rows ``0 .. n-1``, all live)."""
+
+    def _table_arrays(self, n: int) -> tuple[U64, U32]:
+        """The file's (T, n) table keys and rows, each table sorted by key (compacted index)."""
+        segs = self._tables.segments
+        t = self._num_tables
+        keys = segs[0].keys if segs else np.zeros((t, 0), dtype=np.uint64)
+        rows = segs[0].rows if segs else np.zeros((t, 0), dtype=np.uint32)
+        return keys, rows
+
+    def _restore_tables(self, keys: U64, rows: U32) -> None:
+        """Fill the tables from a file's arrays (the values are restored already)."""
+        if keys.shape[1]:
+            self._tables.segments = [Segment(keys, rows, self._tables.min_width)]
+
+    @property
+    def _num_tables(self) -> int:
+        """Tables (one key per row in each)."""
+        return int(self._tables.num_tables)
+
+    @property
+    def _tombstone_allowance(self) -> int:
+        """Removed rows kept before :meth:`remove` compacts (at least; and while they are
+        fewer than the live rows)."""
+        return int(self._tables.buffer_size)
 
     # -- sizes -----------------------------------------------------------------------------
 
@@ -129,6 +170,7 @@ class RowIndex:
         """Store one validated ``value`` under ``key``: its new row, or ``None`` when the key
         already holds an equal value (``ConflictError`` when it holds another).  The caller
         inserts the row's table keys."""
+        self._flush()
         km = self._keys
         k = km.normalise(key)
         old = km.rows.get(k)
@@ -147,6 +189,7 @@ class RowIndex:
 
     def _add_rows(self, keys: Sequence[Key], values: U64, seen: list[str]) -> None:
         """Store many validated ``values`` (all-or-nothing) and insert their table keys."""
+        self._flush()
         km = self._keys
         norm, repeats, prepared = km.prepare(keys)
         if len(norm) != values.shape[0]:
@@ -171,7 +214,7 @@ class RowIndex:
         self._nrows += len(fresh)
         km.append(fresh, prepared)
         rows = np.arange(start, start + len(fresh), dtype=np.uint32)
-        self._tables.insert(self._table_keys(values), rows, self._alive)
+        self._insert_tables(values, rows)
 
     def _reserve(self, rows: int) -> None:
         """Room for ``rows`` rows (capacity doubles, so appends are amortised O(1))."""
@@ -189,18 +232,20 @@ class RowIndex:
 
     def remove(self, key: Key) -> None:
         """Remove ``key``; ``NotFoundError`` when it is not indexed."""
+        self._flush()
         row = self._keys.row(key)
         self._alive[row] = False
         self._keys.drop(row)
         dead = self._nrows - len(self._keys)
-        if dead > max(self._tables.buffer_size, len(self._keys)):
+        if dead > max(self._tombstone_allowance, len(self._keys)):
             self.compact()
 
     def compact(self) -> None:
         """Drop removed rows and merge the tables into one sorted segment (same content)."""
+        self._flush()
         live = self._alive[: self._nrows]
         renumber = np.cumsum(live, dtype=np.int64) - 1
-        self._tables.compact(self._alive, renumber)
+        self._compact_tables(renumber)
         values = self._values[: self._nrows][live]
         n = values.shape[0]
         self._values = np.zeros((max(n, self.MIN_ROWS), *values.shape[1:]), dtype=np.uint64)
@@ -209,6 +254,7 @@ class RowIndex:
         self._alive[:n] = True
         self._nrows = n
         self._keys.compact()
+        self._rebuild_tables()
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -220,10 +266,7 @@ class RowIndex:
         """Write the index to ``path`` (compacts it first; atomic replace)."""
         self.compact()
         n = self._nrows
-        segs = self._tables.segments
-        t = self._tables.num_tables
-        keys = segs[0].keys if segs else np.zeros((t, 0), dtype=np.uint64)
-        rows = segs[0].rows if segs else np.zeros((t, 0), dtype=np.uint32)
+        keys, rows = self._table_arrays(n)
         arrays: dict[str, npt.NDArray[Any]] = {
             self.VALUES_NAME: self._values[:n],
             "table_keys": keys,
@@ -251,7 +294,7 @@ class RowIndex:
     ) -> None:
         """Fill a fresh index from a file's ``n`` rows; ``StoreError`` on inconsistent data."""
         values, keys, rows = stored
-        t = self._tables.num_tables
+        t = self._num_tables
         shape = (n, *self._values.shape[1:])
         if values.shape != shape or keys.shape != (t, n) or rows.shape != (t, n):
             raise StoreError(f"{path}: array shapes disagree with the metadata")
@@ -262,8 +305,8 @@ class RowIndex:
         self._values[:n] = values
         self._alive[:n] = True
         self._nrows = n
-        if n:
-            if rows.max() >= n:
-                raise StoreError(f"{path}: table row number out of range")
-            self._tables.segments = [Segment(keys, rows, self._tables.min_width)]
+        if n and rows.max() >= n:
+            raise StoreError(f"{path}: table row number out of range")
+        self._restore_tables(keys, rows)
+        self._rebuild_tables()
         self.scheme_id = meta.get("scheme_id")

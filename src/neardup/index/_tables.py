@@ -1,7 +1,8 @@
-"""Sorted multi-table storage shared by the Hamming and the LSH index (internal).
+"""Table storage of the indexes (internal): sorted multi-tables (Hamming), hashed band
+tables (LSH).
 
-Both indexes keep ``T`` tables; each indexed row has one 64-bit *table key* per table (a
-rotated fingerprint for the Hamming index, a band hash for LSH).  A query looks up, in each
+**Sorted multi-tables** (:class:`MultiTable`, the Hamming index): ``T`` tables; each indexed
+row has one 64-bit *table key* per table (a rotated fingerprint).  A query looks up, in each
 table, the rows whose key shares the query key's top ``width`` bits.
 
 Layout (log-structured, so adds are cheap and queries stay fast at 10 M rows):
@@ -21,6 +22,18 @@ are dropped from the segments when they are merged (tombstones until then).
 
 Memory: 12 bytes per row per table (8 key + 4 row number), plus the directories
 (``<= 8 * (2**16 + 1)`` bytes per table per segment).
+
+**Hashed band tables** (:class:`BandTables`, the LSH index), for exact key matches: per
+band, an open-addressing hash table (linear probing, at most 70 % full) whose slots hold a
+32-bit *fingerprint* of a band key (its high half) and the newest row holding that key; the
+older rows of the key follow a chain, ``next[row, band]`` (a row's links share one cache
+line).  An add writes one slot (or rewrites a head) per band: O(1).  A lookup reads one
+slot run and walks one chain: O(1 + rows of the key), about one cache miss per band where a
+sorted table costs a binary search per sorted run.  Fingerprints of 32 bits let two
+different keys share a slot (about one pair per band in four billion): callers check that
+each row of a chain really holds the band (:mod:`neardup.index.lsh` compares the band's
+values, which makes a candidate exact).  Memory per band and row: 4 bytes of chain plus 8
+bytes per slot, 1.4-2.9 slots per key (a band's table doubles when 70 % full).
 """
 
 from __future__ import annotations
@@ -29,15 +42,15 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit, types
-from numba.typed import List as NumbaList
+
+from neardup._jit import njit
 
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 
-__all__ = ["MultiTable", "Segment"]
+__all__ = ["BandTables", "MultiTable", "Segment"]
 
 _MAX_DIRECTORY_BITS = 16
 
@@ -152,6 +165,9 @@ class MultiTable:
         """The segments as numba typed lists (keys, rows, directories) + directory bits,
         so one kernel call probes all of them; rebuilt only when the segments change."""
         if self._lists is None:
+            from numba import types
+            from numba.typed import List as NumbaList
+
             keys = NumbaList.empty_list(types.Array(types.uint64, 2, "C"))
             rows = NumbaList.empty_list(types.Array(types.uint32, 2, "C"))
             dirs = NumbaList.empty_list(types.Array(types.int64, 2, "C"))
@@ -444,71 +460,6 @@ def _hamming_scan(
     return count
 
 
-@njit(cache=True)
-def _exact_probe(
-    qkeys: U64,
-    keys: U64,
-    rows: U32,
-    directory: I64,
-    dbits: np.int64,
-    alive: Bool,
-    out_q: I64,
-    out_r: I64,
-) -> int:  # pragma: no cover - compiled
-    count = 0
-    for q in range(qkeys.shape[0]):
-        for t in range(qkeys.shape[1]):
-            lo, hi = _bucket(keys[t], directory[t], dbits, qkeys[q, t], np.int64(64))
-            for i in range(lo, hi):
-                r = rows[t, i]
-                if alive[r]:
-                    if count < out_q.shape[0]:  # room left: the first pass's buffer may be full
-                        out_q[count] = q
-                        out_r[count] = r
-                    count += 1
-    return count
-
-
-@njit(cache=True)
-def exact_probe_segment(
-    qkeys: U64, keys: U64, rows: U32, directory: I64, dbits: np.int64, alive: Bool
-) -> tuple[I64, I64]:  # pragma: no cover - compiled
-    """Rows whose key equals the query's in at least one table: (query, row), may repeat."""
-    out_q = np.empty(_FIRST_CAPACITY, dtype=np.int64)
-    out_r = np.empty(_FIRST_CAPACITY, dtype=np.int64)
-    for _ in range(2):
-        n = _exact_probe(qkeys, keys, rows, directory, dbits, alive, out_q, out_r)
-        if n <= out_q.shape[0]:
-            break
-        out_q = np.empty(n, dtype=np.int64)
-        out_r = np.empty(n, dtype=np.int64)
-    return out_q[:n], out_r[:n]
-
-
-@njit(cache=True)
-def _exact_scan(
-    qkeys: U64,
-    keys: U64,
-    rows: U32,
-    count_in: np.int64,
-    alive: Bool,
-    out_q: I64,
-    out_r: I64,
-) -> int:  # pragma: no cover - compiled
-    count = 0
-    for q in range(qkeys.shape[0]):
-        for t in range(qkeys.shape[1]):
-            qk = qkeys[q, t]
-            row_keys = keys[t]
-            for i in range(count_in):
-                if row_keys[i] == qk and alive[rows[i]]:
-                    if count < out_q.shape[0]:  # room left: the first pass's buffer may be full
-                        out_q[count] = q
-                        out_r[count] = rows[i]
-                    count += 1
-    return count
-
-
 # -- all segments and the buffer in one call (the query paths) ----------------------------
 
 
@@ -565,123 +516,111 @@ def hamming_probe_all(
     return out_q[:count], out_r[:count], out_d[:count]
 
 
-@njit(cache=True)
-def exact_probe_all(
-    qkeys: U64,
-    seg_keys: Any,
-    seg_rows: Any,
-    seg_dirs: Any,
-    seg_dbits: I64,
-    buf_keys: U64,
-    buf_rows: U32,
-    buf_count: np.int64,
-    alive: Bool,
-) -> tuple[I64, I64]:  # pragma: no cover - compiled
-    """(query, row) for every live row sharing a key with the query in some table, over all
-    segments and the buffer (a row may repeat)."""
-    out_q = np.empty(_FIRST_CAPACITY, dtype=np.int64)
-    out_r = np.empty(_FIRST_CAPACITY, dtype=np.int64)
-    for _ in range(2):
-        count = 0
-        for s in range(len(seg_keys)):
-            count += _exact_probe(
-                qkeys,
-                seg_keys[s],
-                seg_rows[s],
-                seg_dirs[s],
-                seg_dbits[s],
-                alive,
-                out_q[count:],
-                out_r[count:],
-            )
-        count += _exact_scan(
-            qkeys, buf_keys, buf_rows, buf_count, alive, out_q[count:], out_r[count:]
-        )
-        if count <= out_q.shape[0]:
-            break
-        out_q = np.empty(count, dtype=np.int64)
-        out_r = np.empty(count, dtype=np.int64)
-    return out_q[:count], out_r[:count]
+# ---------------------------------------------------------------------------------------------
+# Hashed band tables (the LSH index).
+
+_MAX_LOAD = 0.7  # slots used per band before its table doubles
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+class BandTables:
+    """Per band, fingerprint -> newest row, and a chain of older rows (module docs).
+
+    ``slots`` (bands, capacity) uint64: 0 empty, else ``fingerprint << 32 | row + 1``;
+    ``next`` (row capacity, bands) uint32: the next (older) row of the chain plus one, 0 at
+    its end.  Rows are at most ``2**32 - 2``.  Removed rows stay in their chains (callers
+    skip them) until the index rebuilds the tables.
+    """
+
+    def __init__(self, bands: int, capacity: int = 1 << 10) -> None:
+        self.bands = bands
+        self.slots = np.zeros((bands, capacity), dtype=np.uint64)
+        self.next = np.zeros((256, bands), dtype=np.uint32)
+        self.band_used = np.zeros(bands, dtype=np.int64)
+        self.used = 0  # the most slots used in any band
+        self.limit = int(_MAX_LOAD * capacity)  # slots a band may use before doubling
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.slots.nbytes + self.next.nbytes)
+
+    def reserve(self, keys: int, rows: int) -> None:
+        """Room for ``keys`` more keys per band and for row numbers below ``rows``."""
+        if self.used + keys > self.limit:
+            capacity = self.slots.shape[1]
+            while self.used + keys > _MAX_LOAD * capacity:
+                capacity *= 2
+            grown = np.zeros((self.bands, capacity), dtype=np.uint64)
+            _rehash(self.slots, grown)
+            self.slots = grown
+            self.limit = int(_MAX_LOAD * capacity)
+        if rows > self.next.shape[0]:
+            size = self.next.shape[0]
+            while size < rows:
+                size *= 2
+            grown_next = np.zeros((size, self.bands), dtype=np.uint32)
+            grown_next[: self.next.shape[0]] = self.next
+            self.next = grown_next
+
+    def clear(self, rows: int) -> None:
+        """Empty tables sized for ``rows`` rows."""
+        capacity = 1 << 10
+        while rows > _MAX_LOAD * capacity:
+            capacity *= 2
+        self.slots = np.zeros((self.bands, capacity), dtype=np.uint64)
+        self.next = np.zeros((max(256, rows), self.bands), dtype=np.uint32)
+        self.band_used = np.zeros(self.bands, dtype=np.int64)
+        self.used = 0
+        self.limit = int(_MAX_LOAD * capacity)
+
+
+@njit(cache=True, inline="always")
+def band_head(slots: U64, band: int, key: np.uint64) -> np.int64:  # pragma: no cover
+    """The newest row plus one of ``key``'s chain in ``band`` (0: no such key)."""
+    mask = np.uint64(slots.shape[1] - 1)
+    fingerprint = key >> np.uint64(32)
+    pos = fingerprint & mask
+    while True:
+        slot = slots[band, pos]
+        if slot == 0:
+            return np.int64(0)
+        if (slot >> np.uint64(32)) == fingerprint:
+            return np.int64(slot & _LOW32)
+        pos = (pos + np.uint64(1)) & mask
+
+
+@njit(cache=True, inline="always")
+def insert_one(
+    slots: U64, nxt: U32, used: I64, band: int, key: np.uint64, row: int
+) -> None:  # pragma: no cover - compiled
+    """Make ``row`` the head of ``key``'s chain in ``band``."""
+    mask = np.uint64(slots.shape[1] - 1)
+    fingerprint = key >> np.uint64(32)
+    entry = (fingerprint << np.uint64(32)) | (np.uint64(row) + np.uint64(1))
+    pos = fingerprint & mask
+    while True:
+        slot = slots[band, pos]
+        if slot == 0:
+            slots[band, pos] = entry
+            nxt[row, band] = 0
+            used[band] += 1
+            return
+        if (slot >> np.uint64(32)) == fingerprint:
+            nxt[row, band] = np.uint32(slot & _LOW32)
+            slots[band, pos] = entry
+            return
+        pos = (pos + np.uint64(1)) & mask
 
 
 @njit(cache=True)
-def distinct_pairs(qs: I64, rows: I64, nrows: np.int64) -> tuple[I64, I64]:  # pragma: no cover
-    """The distinct (query, row) pairs (rows < ``nrows``), sorted by query then row."""
-    combined = np.sort(qs * nrows + rows)
-    out_q = np.empty(combined.shape[0], dtype=np.int64)
-    out_r = np.empty(combined.shape[0], dtype=np.int64)
-    n = 0
-    for i in range(combined.shape[0]):
-        if i and combined[i] == combined[i - 1]:
-            continue
-        out_q[n] = combined[i] // nrows
-        out_r[n] = combined[i] % nrows
-        n += 1
-    return out_q[:n], out_r[:n]
-
-
-@njit(cache=True)
-def distinct_rows_at_least(  # pragma: no cover - compiled
-    rows: I64, sigs: U64, qsig: U64, need: np.int64, banded: np.int64
-) -> I64:
-    """The distinct ``rows`` (one query's band hits, a row once per band it shares), sorted,
-    with at least ``need`` values equal to ``qsig`` in ``sigs``: :func:`distinct_pairs` and
-    :func:`count_equal_at_least` of one query in one pass.
-
-    ``banded`` > 0 (bands of one row only): the first ``banded`` positions are the bands,
-    whose keys are bijections of their one value, so a row's hits are exactly its equal
-    values there; only the other positions are read, and a row stops being read once it
-    has ``need`` equal values."""
-    ordered = np.sort(rows)
-    n = ordered.shape[0]
-    width = sigs.shape[1]
-    out = np.empty(n, dtype=np.int64)
-    kept = 0
-    i = 0
-    while i < n:
-        r = ordered[i]
-        j = i + 1
-        while j < n and ordered[j] == r:
-            j += 1
-        c = j - i if banded > 0 else 0
-        k = banded
-        while c < need and k < width:
-            if sigs[r, k] == qsig[k]:
-                c += 1
-            k += 1
-        if c >= need:
-            out[kept] = r
-            kept += 1
-        i = j
-    return out[:kept]
-
-
-@njit(cache=True)
-def count_equal_at_least(  # pragma: no cover - compiled
-    sigs: U64, qsigs: U64, qs: I64, rows: I64, num_perm: np.int64, min_score: np.float64
-) -> tuple[I64, I64]:
-    """:func:`count_equal` of each pair, keeping the pairs with ``count / num_perm >=
-    min_score`` (the same IEEE division as in numpy): ``(counts, rows)``."""
-    equal = count_equal(sigs, qsigs, qs, rows)
-    kept = 0
-    for i in range(rows.shape[0]):
-        if equal[i] / num_perm >= min_score:
-            equal[kept] = equal[i]
-            rows[kept] = rows[i]
-            kept += 1
-    return equal[:kept], rows[:kept]
-
-
-@njit(cache=True)
-def count_equal(sigs: U64, qsigs: U64, qs: I64, rows: I64) -> I64:  # pragma: no cover
-    """Number of equal positions between ``qsigs[qs[i]]`` and ``sigs[rows[i]]``."""
-    out = np.zeros(rows.shape[0], dtype=np.int64)
-    for i in range(rows.shape[0]):
-        a = sigs[rows[i]]
-        b = qsigs[qs[i]]
-        c = 0
-        for j in range(a.shape[0]):
-            if a[j] == b[j]:
-                c += 1
-        out[i] = c
-    return out
+def _rehash(slots: U64, grown: U64) -> None:  # pragma: no cover
+    mask = np.uint64(grown.shape[1] - 1)
+    for b in range(slots.shape[0]):
+        for old in range(slots.shape[1]):
+            slot = slots[b, old]
+            if slot == 0:
+                continue
+            pos = (slot >> np.uint64(32)) & mask
+            while grown[b, pos] != 0:
+                pos = (pos + np.uint64(1)) & mask
+            grown[b, pos] = slot

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
+from neardup._jit import njit
 from neardup.config import Config, check_int, check_range
 from neardup.errors import (
     ConfigError,
@@ -50,21 +50,20 @@ from neardup.errors import (
 )
 from neardup.index._common import Key, read_index_file
 from neardup.index._rows import RowIndex, resolve_config
-from neardup.index._tables import (
-    MultiTable,
-    count_equal,
-    count_equal_at_least,
-    distinct_pairs,
-    distinct_rows_at_least,
-    exact_probe_all,
-    exact_probe_segment,
-)
+from neardup.index._tables import BandTables, band_head, insert_one
 from neardup.sketch.base import Signature
 
 __all__ = ["LSHIndex", "LSHIndexConfig", "optimal_bands"]
 
 U64 = npt.NDArray[np.uint64]
+U32 = npt.NDArray[np.uint32]
+I64 = npt.NDArray[np.int64]
+Bool = npt.NDArray[np.bool_]
+_UINT64 = np.dtype(np.uint64)
 _MAGIC = b"NDLSHIDX"
+_FIRST_OUT = 256  # output slots of a query's first (usually only) pass: 64 candidates
+_COUNT_BITS = 15  # numbers of equal values are at most num_perm <= 2**14
+_COUNT_MASK = (1 << _COUNT_BITS) - 1
 _GRID = 2001  # points of the trapezoid rule on [0, 1]
 
 
@@ -155,23 +154,255 @@ def band_keys(values: U64, bands: int, rows: int) -> U64:  # pragma: no cover - 
     out = np.empty((bands, n), dtype=np.uint64)
     for i in range(n):
         for b in range(bands):
-            h = np.uint64(b + 1)
-            for j in range(rows + 1):
-                if j > 0:
-                    h ^= values[i, b * rows + j - 1]
-                h ^= h >> np.uint64(30)
-                h *= np.uint64(0xBF58476D1CE4E5B9)
-                h ^= h >> np.uint64(27)
-                h *= np.uint64(0x94D049BB133111EB)
-                h ^= h >> np.uint64(31)
-            out[b, i] = h
+            out[b, i] = _band_key(values[i], b, rows)
     return out
+
+
+@njit(cache=True, inline="always")
+def _mix(h: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    h ^= h >> np.uint64(31)
+    return h
+
+
+@njit(cache=True, inline="always")
+def _band_key(sig: U64, band: int, rows: int) -> np.uint64:  # pragma: no cover - compiled
+    h = _mix(np.uint64(band + 1))
+    for j in range(band * rows, (band + 1) * rows):
+        h = _mix(h ^ sig[j])
+    return h
+
+
+@njit(cache=True, inline="always")
+def _table_key(sig: U64, band: int, rows: int) -> np.uint64:  # pragma: no cover - compiled
+    """The key of ``sig``'s band in the in-memory tables: a polynomial of the band's values
+    and its number, finalised by splitmix64.  Cheaper than :func:`band_keys` (one multiply
+    per value instead of a full mix), and enough: the tables only route a lookup to a chain,
+    whose rows are then checked value by value."""
+    h = np.uint64(band + 1) * np.uint64(0xD6E8FEB86659FD93)
+    for j in range(band * rows, (band + 1) * rows):
+        h = h * np.uint64(0x9E3779B97F4A7C15) + sig[j]
+    return _mix(h)
+
+
+@njit(cache=True, inline="always")
+def _store(
+    sig: U64,
+    values: U64,
+    alive: Bool,
+    row: int,
+    slots: U64,
+    nxt: U32,
+    used: I64,
+    keys: U64,
+    first: U64,
+    bands: int,
+    rows: int,
+) -> None:  # pragma: no cover - compiled
+    values[row] = sig
+    alive[row] = True
+    mask = np.uint64(slots.shape[1] - 1)
+    for b in range(bands):  # independent loads first (see _band_hits), then the inserts
+        keys[b] = _table_key(sig, b, rows)
+        first[b] = slots[b, (keys[b] >> np.uint64(32)) & mask]
+    for b in range(bands):
+        if first[b] == 0:  # the usual case: a band no row holds yet
+            fingerprint = keys[b] >> np.uint64(32)
+            slots[b, fingerprint & mask] = (fingerprint << np.uint64(32)) | np.uint64(row + 1)
+            nxt[row, b] = 0
+            used[b] += 1
+        else:
+            insert_one(slots, nxt, used, b, keys[b], row)
+
+
+@njit(cache=True)
+def _add_one(
+    sig: U64,
+    values: U64,
+    alive: Bool,
+    row: int,
+    slots: U64,
+    nxt: U32,
+    used: I64,
+    bands: int,
+    rows: int,
+) -> np.int64:  # pragma: no cover - compiled
+    """Store ``sig`` as row ``row`` (values, live flag) and insert its band keys: one call
+    per add instead of several numpy steps and two kernels.  The most slots used in a band."""
+    keys = np.empty(bands, dtype=np.uint64)
+    first = np.empty(bands, dtype=np.uint64)
+    _store(sig, values, alive, row, slots, nxt, used, keys, first, bands, rows)
+    return np.int64(used.max())
+
+
+@njit(cache=True)
+def _add_block(
+    block: U64,
+    start: int,
+    values: U64,
+    alive: Bool,
+    slots: U64,
+    nxt: U32,
+    used: I64,
+    bands: int,
+    rows: int,
+) -> np.int64:  # pragma: no cover - compiled
+    """:func:`_add_one` of each row of ``block`` as rows ``start, start + 1, ...``."""
+    keys = np.empty(bands, dtype=np.uint64)
+    first = np.empty(bands, dtype=np.uint64)
+    for i in range(block.shape[0]):
+        _store(block[i], values, alive, start + i, slots, nxt, used, keys, first, bands, rows)
+    return np.int64(used.max())
+
+
+@njit(cache=True)
+def _band_hits(
+    q: U64, values: U64, alive: Bool, slots: U64, nxt: U32, bands: int, rows: int, out: I64
+) -> int:  # pragma: no cover - compiled
+    """Live rows holding one of ``q``'s bands exactly (a row once per band it holds), into
+    ``out`` while there is room; how many there are.
+
+    The first slot of every band is read before any is looked at: independent loads the
+    processor overlaps, where a probe per band in turn would wait for each cache miss."""
+    mask = np.uint64(slots.shape[1] - 1)
+    keys = np.empty(bands, dtype=np.uint64)
+    first = np.empty(bands, dtype=np.uint64)
+    for b in range(bands):
+        key = _table_key(q, b, rows)
+        keys[b] = key
+        first[b] = slots[b, (key >> np.uint64(32)) & mask]
+    count = 0
+    for b in range(bands):
+        if first[b] == 0:
+            continue  # the usual answer for a new document: no row holds this band
+        r = band_head(slots, b, keys[b])
+        while r != 0:
+            row = r - 1
+            if alive[row]:
+                same = True
+                for j in range(b * rows, (b + 1) * rows):
+                    if values[row, j] != q[j]:
+                        same = False  # another key with the same 32-bit fingerprint
+                        break
+                if same:
+                    if count < out.shape[0]:
+                        out[count] = row
+                    count += 1
+            r = np.int64(nxt[row, b])
+    return count
+
+
+@njit(cache=True)
+def _query_into(
+    q: U64,
+    values: U64,
+    alive: Bool,
+    slots: U64,
+    nxt: U32,
+    bands: int,
+    rows: int,
+    need: int,
+    exact: bool,
+    out: I64,
+) -> int:  # pragma: no cover - compiled
+    """The distinct rows sharing a band with ``q`` that have at least ``need`` values equal
+    to ``q``'s, in row order, into ``out[:k]``, and their numbers of equal values into
+    ``out[m : m + k]`` (``m = len(out) // 4``; ``exact``: counted in full, else counting
+    stops at ``need``, enough to keep or drop the row; the second half of ``out`` is work
+    space).  Returns ``k``, or ``-k`` when ``out`` is too small (call again with four times
+    ``k``).  Output arrays are the caller's: returning new arrays from a compiled call costs
+    about a microsecond each.
+
+    With bands of one row, the first ``bands`` positions are the bands: a row's hits are
+    exactly its equal values there, so only the other positions are read."""
+    quarter = out.shape[0] // 4
+    half = 2 * quarter
+    hits = out[half:]
+    n = _band_hits(q, values, alive, slots, nxt, bands, rows, hits)
+    if n == 0:
+        return 0
+    if n > hits.shape[0]:  # more hits than the buffer holds: scan again into room
+        hits = np.empty(n, dtype=np.int64)
+        n = _band_hits(q, values, alive, slots, nxt, bands, rows, hits)
+    hits = np.sort(hits[:n]) if n > 1 else hits[:1].copy()
+    width = values.shape[1]
+    banded = bands if rows == 1 else 0
+    kept = 0
+    i = 0
+    while i < n:
+        r = hits[i]
+        j = i + 1
+        while j < n and hits[j] == r:
+            j += 1
+        c = j - i if banded > 0 else 0
+        k = banded
+        while k < width and (exact or c < need):
+            if values[r, k] == q[k]:
+                c += 1
+            k += 1
+        if c >= need:
+            if kept < quarter:
+                out[kept] = r
+                out[quarter + kept] = c
+            kept += 1
+        i = j
+    return kept if kept <= quarter else -kept
+
+
+@njit(cache=True)
+def _query_one(
+    q: U64, values: U64, alive: Bool, slots: U64, nxt: U32, rows: int, need: int
+) -> np.int64:  # pragma: no cover - compiled
+    """:func:`_query_into` (exact counts, ``bands`` from the tables) when at most one row
+    comes back, as one integer (no output array to allocate or read): 0 for none,
+    ``(row << 15 | count) + 1`` for one, ``-k`` for ``k`` rows (then call
+    :func:`_query_into`).  Few arguments: each one costs time in every call."""
+    out = np.empty(_FIRST_OUT, dtype=np.int64)
+    k = _query_into(q, values, alive, slots, nxt, slots.shape[0], rows, need, True, out)
+    if k == 1:
+        return np.int64(((out[0] << _COUNT_BITS) | out[_FIRST_OUT // 4]) + 1)
+    return np.int64(0) if k == 0 else np.int64(-abs(k))
+
+
+@njit(cache=True)
+def _query_many(
+    qs: U64, values: U64, alive: Bool, slots: U64, nxt: U32, bands: int, rows: int, need: int
+) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
+    """:func:`_query_into` (exact counts) of each query: (query number, row, count)."""
+    out_q = np.empty(0, dtype=np.int64)
+    out_r = np.empty(0, dtype=np.int64)
+    out_c = np.empty(0, dtype=np.int64)
+    total = 0
+    found = np.empty(1024, dtype=np.int64)
+    for q in range(qs.shape[0]):
+        k = _query_into(qs[q], values, alive, slots, nxt, bands, rows, need, True, found)
+        if k < 0:
+            found = np.empty(-8 * k, dtype=np.int64)
+            k = _query_into(qs[q], values, alive, slots, nxt, bands, rows, need, True, found)
+        if total + k > out_q.shape[0]:
+            size = max(2 * out_q.shape[0], total + k, 1024)
+            grown_q = np.empty(size, dtype=np.int64)
+            grown_r = np.empty(size, dtype=np.int64)
+            grown_c = np.empty(size, dtype=np.int64)
+            grown_q[:total] = out_q[:total]
+            grown_r[:total] = out_r[:total]
+            grown_c[:total] = out_c[:total]
+            out_q, out_r, out_c = grown_q, grown_r, grown_c
+        quarter = found.shape[0] // 4
+        out_q[total : total + k] = q
+        out_r[total : total + k] = found[:k]
+        out_c[total : total + k] = found[quarter : quarter + k]
+        total += k
+    return out_q[:total], out_r[:total], out_c[:total]
 
 
 @functools.lru_cache(maxsize=64)
 def _min_equal(num_perm: int, min_score: float) -> int:
-    """The fewest equal values ``c`` with ``c / num_perm >= min_score`` (the same IEEE test
-    as :func:`~neardup.index._tables.count_equal_at_least`)."""
+    """The fewest equal values ``c`` with ``c / num_perm >= min_score`` (the test every
+    score is held to)."""
     return next(c for c in range(num_perm + 1) if c / num_perm >= min_score)
 
 
@@ -187,13 +418,57 @@ class LSHIndex(RowIndex):
     def __init__(self, config: LSHIndexConfig | None = None, **params: Any) -> None:
         self.config = config = resolve_config(LSHIndexConfig, config, params)
         self.bands, self.rows = config.band_layout
-        self._init_rows(MultiTable((64,) * self.bands, config.buffer_size), (config.num_perm,))
+        self._num_perm = config.num_perm
+        self._pending: list[U64] = []  # values of the last rows added, not stored yet
+        self._hold = config.buffer_size
+        self._init_rows(BandTables(self.bands), (config.num_perm,))
 
     @property
     def nbytes(self) -> int:
         """Bytes of the numpy arrays (signatures, band tables, live flags); keys not included."""
+        self._flush()
         used = self._nrows * self.config.num_perm * 8 + self._nrows
         return int(self._tables.nbytes + used)
+
+    # -- the band tables -------------------------------------------------------------------
+
+    @property
+    def _num_tables(self) -> int:
+        return self.bands
+
+    @property
+    def _tombstone_allowance(self) -> int:
+        return self.config.buffer_size
+
+    def _insert_tables(self, values: U64, rows: U32) -> None:
+        """New rows ``rows`` (consecutive, as every caller adds them) holding ``values``."""
+        if rows.shape[0] == 0:
+            return
+        tables = self._tables
+        start, end = int(rows[0]), int(rows[-1]) + 1
+        tables.reserve(rows.shape[0], end)
+        tables.used = _add_block(
+            np.ascontiguousarray(values), start, self._values, self._alive, tables.slots,
+            tables.next, tables.band_used, self.bands, self.rows,
+        )  # fmt: skip
+
+    def _compact_tables(self, renumber: npt.NDArray[np.int64]) -> None:
+        """Nothing before the values move: :meth:`_rebuild_tables` hashes them again."""
+
+    def _rebuild_tables(self) -> None:
+        n = self._nrows
+        self._tables.clear(n)
+        if n:
+            self._insert_tables(self._values[:n], np.arange(n, dtype=np.uint32))
+
+    def _table_arrays(self, n: int) -> tuple[U64, U32]:
+        """Per band, the band keys of rows ``0 .. n-1`` sorted (stably), with their rows."""
+        keys = band_keys(self._values[:n], self.bands, self.rows)
+        order = np.argsort(keys, axis=1, kind="stable")
+        return np.take_along_axis(keys, order, axis=1), order.astype(np.uint32)
+
+    def _restore_tables(self, keys: U64, rows: U32) -> None:
+        """Nothing to read: :meth:`_rebuild_tables` hashes the restored values."""
 
     # -- input -----------------------------------------------------------------------------
 
@@ -215,6 +490,18 @@ class LSHIndex(RowIndex):
             )
         self._check_scheme(sig, seen)
         return sig.values
+
+    def _query_values(self, sig: object) -> U64:
+        """:meth:`_signature` of a query, with a fast path for the usual valid one."""
+        if type(sig) is Signature:
+            values = sig.values
+            if (
+                values.shape[0] == self._num_perm
+                and values.dtype == _UINT64
+                and sig.scheme_id == self.scheme_id
+            ):
+                return values
+        return self._signature(sig, [])
 
     def _matrix(self, signatures: object, seen: list[str]) -> U64:
         """(n, num_perm) uint64 from Signatures, or a raw 2-d uint64 array (no scheme check)."""
@@ -248,13 +535,58 @@ class LSHIndex(RowIndex):
 
     def add(self, key: Key, signature: Signature) -> None:
         """Index ``signature`` under ``key`` (duplicate policy in the module docs)."""
+        row = self._nrows
+        if (
+            row < self._alive.shape[0]
+            and type(signature) is Signature
+            and signature.scheme_id == self.scheme_id  # None until the first add
+        ):
+            values = signature.values
+            if (
+                values.shape[0] == self._num_perm
+                and values.dtype == _UINT64
+                and self._keys.append_new(key) is not None
+            ):
+                # The usual add of a new key (the general path below otherwise): held back,
+                # stored and hashed with the next few in one compiled call.
+                self._nrows = row + 1
+                pending = self._pending
+                pending.append(values)
+                if len(pending) >= self._hold:
+                    self._flush()
+                return
         schemes: list[str] = []
         values = self._signature(signature, schemes)
-        row = self._add_row(key, values, schemes)
-        if row is None:
+        row_added = self._add_row(key, values, schemes)
+        if row_added is not None:
+            self._insert_one(values, row_added)
+
+    def _flush(self) -> None:
+        """Store and hash the adds held back (rows ``_nrows - len(pending)`` on)."""
+        pending = self._pending
+        if not pending:
             return
-        keys = band_keys(self._values[row : row + 1], self.bands, self.rows)
-        self._tables.insert(keys, np.array([row], dtype=np.uint32), self._alive)
+        self._pending = []
+        start = self._nrows - len(pending)
+        if len(pending) == 1:
+            self._insert_one(pending[0], start)
+            return
+        tables = self._tables
+        tables.reserve(len(pending), self._nrows)
+        tables.used = _add_block(
+            np.array(pending), start, self._values, self._alive, tables.slots, tables.next,
+            tables.band_used, self.bands, self.rows,
+        )  # fmt: skip
+
+    def _insert_one(self, values: U64, row: int) -> None:
+        """Store ``values`` as live row ``row`` and insert its band keys (one compiled call)."""
+        tables = self._tables
+        if tables.used >= tables.limit or row >= tables.next.shape[0]:
+            tables.reserve(1, row + 1)
+        tables.used = _add_one(
+            values, self._values, self._alive, row, tables.slots, tables.next, tables.band_used,
+            self.bands, self.rows,
+        )  # fmt: skip
 
     def add_many(self, keys: Sequence[Key], signatures: object) -> None:
         """Index many signatures at once (Signatures, or an (n, num_perm) uint64 array)."""
@@ -264,41 +596,40 @@ class LSHIndex(RowIndex):
 
     def get(self, key: Key) -> Signature:
         """The signature indexed under ``key`` (with the index's scheme id)."""
+        self._flush()
         values = self._values[self._keys.row(key)].copy()
         return Signature(self.scheme_id or "raw", values)
 
     # -- queries ---------------------------------------------------------------------------
 
-    def candidate_rows(self, sigs: U64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Distinct ``(query number, row)`` pairs sharing a band, sorted by query then row."""
-        qs, rows = self._band_hits(sigs)
-        return distinct_pairs(qs, rows, np.int64(max(self._nrows, 1)))
-
-    def _band_hits(self, sigs: U64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """``(query number, row)`` of every band shared, a row once per band it shares."""
-        qkeys = np.ascontiguousarray(band_keys(sigs, self.bands, self.rows).T)
+    def _rows_of(self, q: U64, need: int, exact: bool) -> tuple[I64, I64]:
+        """:func:`_query_into` of one query: (rows, numbers of equal values)."""
+        self._flush()
         tables = self._tables
-        if len(tables.segments) == 1 and tables.buffer_count == 0:
-            # One sorted segment (bulk build, load, compaction): skip the typed-list unboxing.
-            seg = tables.segments[0]
-            return exact_probe_segment(
-                qkeys, seg.keys, seg.rows, seg.directory, np.int64(seg.dbits), self._alive
-            )
-        seg_keys, seg_rows, seg_dirs, seg_dbits = tables.segment_lists()
-        return exact_probe_all(
-            qkeys,
-            seg_keys,
-            seg_rows,
-            seg_dirs,
-            seg_dbits,
-            tables.buffer_keys,
-            tables.buffer_rows,
-            np.int64(tables.buffer_count),
-            self._alive,
-        )
+        out = np.empty(_FIRST_OUT, dtype=np.int64)
+        while True:
+            k = _query_into(
+                q, self._values, self._alive, tables.slots, tables.next, self.bands,
+                self.rows, need, exact, out,
+            )  # fmt: skip
+            if k >= 0:
+                quarter = out.shape[0] // 4
+                return out[:k], out[quarter : quarter + k]
+            out = np.empty(-8 * k, dtype=np.int64)
 
-    def _scores(self, sigs: U64, qs: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> Any:
-        return count_equal(self._values, sigs, qs, rows) / self.config.num_perm
+    def candidate_rows(self, sigs: U64) -> tuple[I64, I64]:
+        """Distinct ``(query number, row)`` pairs sharing a band, sorted by query then row."""
+        qs, rows, _ = self._many(sigs, 0)
+        return qs, rows
+
+    def _many(self, sigs: U64, need: int) -> tuple[I64, I64, I64]:
+        self._flush()
+        tables = self._tables
+        found: tuple[I64, I64, I64] = _query_many(
+            np.ascontiguousarray(sigs), self._values, self._alive, tables.slots, tables.next,
+            self.bands, self.rows, need,
+        )  # fmt: skip
+        return found
 
     def query(
         self, signature: Signature, min_score: float = 0.0, limit: int | None = None
@@ -309,11 +640,33 @@ class LSHIndex(RowIndex):
         """
         if limit is not None:
             check_int("limit", limit, low=1)
-        equal, rows = self._equal_rows(signature, min_score)
-        num_perm = self.config.num_perm
+        if type(signature) is Signature and signature.scheme_id == self.scheme_id:
+            q = signature.values  # the usual valid query (else the full checks below)
+            if q.shape[0] != self._num_perm or q.dtype != _UINT64:
+                q = self._signature(signature, [])
+        else:
+            q = self._signature(signature, [])
+        need = 0
+        if min_score:
+            check_range("min_score", min_score, low=0.0, high=1.0)
+            need = _min_equal(self._num_perm, float(min_score))
+        if self._pending:
+            self._flush()
+        tables = self._tables
+        code = int(
+            _query_one(q, self._values, self._alive, tables.slots, tables.next, self.rows, need)
+        )
+        if code == 0:
+            return []  # the usual answer for a new document
+        num_perm = self._num_perm
         keys = self._keys.keys
-        ranked = sorted((-c, keys[r]) for c, r in zip(equal.tolist(), rows.tolist(), strict=True))
-        result = [(k, -c / num_perm) for c, k in ranked if -c / num_perm >= min_score]
+        if code > 0:
+            code -= 1
+            return [(keys[code >> _COUNT_BITS], (code & _COUNT_MASK) / num_perm)]  # type: ignore[list-item]
+        found, equal = self._rows_of(q, need, True)
+        rows, counts = found.tolist(), equal.tolist()
+        ranked = sorted((-c, keys[r]) for c, r in zip(counts, rows, strict=True))
+        result = [(k, -c / num_perm) for c, k in ranked]
         return result[:limit] if limit is not None else result  # type: ignore[misc]
 
     def query_keys(self, signature: Signature, min_score: float = 0.0) -> list[Key]:
@@ -326,57 +679,32 @@ class LSHIndex(RowIndex):
     ) -> npt.NDArray[np.int64]:
         """The keys of :meth:`query_keys` as an int64 array, in no promised order (indexes
         with integer keys; ``InputTypeError`` for string keys): for callers that combine
-        candidate sets in numpy.  One compiled pass after the band probe."""
+        candidate sets in numpy.  One compiled pass."""
         return self._keys.key_array(self._rows_at_least(signature, min_score))
 
-    def _rows_at_least(self, signature: Signature, min_score: float) -> npt.NDArray[np.int64]:
+    def _rows_at_least(self, signature: Signature, min_score: float) -> I64:
         """The distinct rows sharing a band with ``signature`` whose share of equal values
-        is at least ``min_score``, in row order (one compiled pass after the band probe)."""
+        is at least ``min_score``, in row order (one compiled pass)."""
         check_range("min_score", min_score, low=0.0, high=1.0)
-        sig = np.ascontiguousarray(self._signature(signature, []))
-        _, hits = self._band_hits(sig.reshape(1, -1))
-        need = _min_equal(self.config.num_perm, float(min_score))
-        banded = self.bands if self.rows == 1 else 0
-        rows: npt.NDArray[np.int64] = distinct_rows_at_least(
-            hits, self._values, sig, np.int64(need), np.int64(banded)
-        )
-        return rows
-
-    def _equal_rows(
-        self, signature: Signature, min_score: float
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Per candidate row sharing a band with ``signature``: its count of equal values,
-        keeping those whose estimate is at least ``min_score``."""
-        if min_score:
-            check_range("min_score", min_score, low=0.0, high=1.0)
-        sigs = np.ascontiguousarray(self._signature(signature, [])).reshape(1, -1)
-        qs, rows = self.candidate_rows(sigs)
-        if rows.shape[0] == 0:
-            return np.zeros(0, dtype=np.int64), rows
-        if not min_score:
-            return count_equal(self._values, sigs, qs, rows), rows
-        # Dropped before ranking (most band collisions score below it), in the same
-        # compiled call: the same float test as on each ranked pair (count / num_perm).
-        num_perm = np.int64(self.config.num_perm)
-        return count_equal_at_least(self._values, sigs, qs, rows, num_perm, np.float64(min_score))
+        q = self._query_values(signature)
+        need = _min_equal(self._num_perm, float(min_score))
+        return self._rows_of(q, need, False)[0]
 
     def query_many(
         self, signatures: object, min_score: float = 0.0, limit: int | None = None
     ) -> list[list[tuple[Key, float]]]:
-        """:meth:`query` for each signature, in one vectorised pass."""
+        """:meth:`query` for each signature, in one compiled pass."""
         check_range("min_score", min_score, low=0.0, high=1.0)
         if limit is not None:
             check_int("limit", limit, low=1)
         sigs = self._matrix(signatures, [])
-        qs, rows = self.candidate_rows(sigs)
-        scores = self._scores(sigs, qs, rows)
-        if min_score > 0.0:
-            keep = scores >= min_score
-            qs, rows, scores = qs[keep], rows[keep], scores[keep]
+        need = _min_equal(self._num_perm, float(min_score)) if min_score else 0
+        qs, rows, counts = self._many(sigs, need)
         out: list[list[tuple[Key, float]]] = [[] for _ in range(sigs.shape[0])]
         keys = self._keys.lookup(rows.tolist())
-        for q, score, k in zip(qs.tolist(), scores.tolist(), keys, strict=True):
-            out[q].append((k, score))
+        num_perm = self._num_perm
+        for q, c, k in zip(qs.tolist(), counts.tolist(), keys, strict=True):
+            out[q].append((k, c / num_perm))
         for i, result in enumerate(out):
             result.sort(key=lambda item: (-item[1], item[0]))
             if limit is not None and len(result) > limit:

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+
+from neardup._jit import njit
 
 __all__ = ["merge_count", "sorted_intersection_size"]
 

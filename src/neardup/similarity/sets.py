@@ -48,10 +48,10 @@ from __future__ import annotations
 import functools
 from typing import Any, cast
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
+from neardup._jit import njit
 from neardup.config import check_int, check_range
 from neardup.errors import InputError, InputTypeError
 from neardup.sketch.base import Signature, require_same_scheme
@@ -168,7 +168,7 @@ def need_table(threshold: float, size: int) -> npt.NDArray[np.int64]:
     return _need_table_cached(float(threshold), size)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def at_least_kernel(  # pragma: no cover - compiled
     a: Any, a_lo: int, a_hi: int, b: Any, b_lo: int, b_hi: int, k: int, need: Any
 ) -> bool:

@@ -30,11 +30,11 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import numba
 import numpy as np
 import numpy.typing as npt
 import pydivsufsort
 
+from neardup._jit import njit
 from neardup.errors import InputTooLargeError, InputTypeError
 
 __all__ = ["MAX_ELEMENTS", "CommonSubstring", "longest_common_substring"]
@@ -157,7 +157,7 @@ def _join_ranks(ra: npt.NDArray[np.uint32], rb: npt.NDArray[np.uint32], sep: int
     return symbols, symbols.astype(f">u{width}").tobytes(), width
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _lcs_scan(s: Any, sa: Any, n_a: int) -> tuple[int, int, int]:  # pragma: no cover - compiled
     """Kasai's LCP, then the longest cross-side neighbour LCP and its first occurrences.
 

@@ -43,6 +43,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from neardup._jit import compiled_worthwhile
 from neardup.config import Config, check_choice, check_int
 from neardup.errors import ConfigError
 from neardup.shingles import U64, mix64, spot_signatures, token_hashes, word_shingles
@@ -55,7 +56,7 @@ from neardup.sketch.shingleset import (
     shingle_hashes,
     spotsig_hashes,
 )
-from neardup.text import TextConfig, ensure_text
+from neardup.text import PYTHON_NS_PER_CHAR, TextConfig, ensure_text
 
 __all__ = [
     "MINHASH_METHODS",
@@ -145,10 +146,18 @@ def _minhash_permutations(shingles: U64, num_perm: int, seed: int) -> U64:
     tested; about 3 us instead of 20 for a news article's 150 shingles and 32 values)."""
     if not shingles.shape[0]:
         return np.empty(0, dtype=np.uint64)
+    if not compiled_worthwhile(_numpy_cost(shingles.shape[0], num_perm)):
+        return _minhash_permutations_numpy(shingles, num_perm, seed)
     from neardup import _kernels
 
     a, b = _permutation_params(num_perm, seed)
     return _kernels.minhash_of_values(shingles, a, b)
+
+
+def _numpy_cost(values: int, num_perm: int) -> int:
+    """Estimated nanoseconds of :func:`_minhash_permutations_numpy` (for
+    :func:`neardup._jit.compiled_worthwhile`)."""
+    return 20_000 + 3 * values * num_perm
 
 
 def _minhash_permutations_numpy(shingles: U64, num_perm: int, seed: int) -> U64:
@@ -335,12 +344,17 @@ def minhash_values(
 def sign_minhash(text: str, config: MinHashConfig | None = None) -> Signature:
     """The MinHash signature of ``text``'s shingle set (``num_perm`` uint64 values)."""
     cfg = config or MinHashConfig()
-    if cfg.method == "permutations" and cfg.spotsigs is None:
+    text = ensure_text(text)
+    if (
+        cfg.method == "permutations"
+        and cfg.spotsigs is None
+        and compiled_worthwhile(PYTHON_NS_PER_CHAR * len(text) + _numpy_cost(0, cfg.num_perm))
+    ):
         # Fused compiled kernel: shingles and minima in one pass (same values as below).
         from neardup import _kernels
 
         a, b = _permutation_params(cfg.num_perm, cfg.seed)
-        tokens = token_hashes(ensure_text(text), cfg.text, TOKEN_SEED)
+        tokens = token_hashes(text, cfg.text, TOKEN_SEED)
         values = _kernels.minhash_permutations(tokens, cfg.width, a, b)
     else:
         values = minhash_values(cfg.shingle_multiset(text), cfg.num_perm, cfg.method, cfg.seed)

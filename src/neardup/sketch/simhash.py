@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from neardup._jit import compiled_worthwhile
 from neardup.config import Config, canonical_json, check_choice, check_int
 from neardup.errors import ConfigError
 from neardup.shingles import U64, mix64
@@ -124,7 +125,12 @@ def sign_simhash(text: str, config: SimHashConfig | None = None) -> Signature:
     """The SimHash fingerprint of ``text`` (1 or 2 uint64 values, see module docs)."""
     cfg = config or SimHashConfig()
     hashes = feature_hashes(text, cfg.text, cfg.width)
-    if cfg.idf is None and cfg.bits == 64 and hashes.shape[0]:
+    if (
+        cfg.idf is None
+        and cfg.bits == 64
+        and hashes.shape[0]
+        and compiled_worthwhile(20_000 + 100 * hashes.shape[0])
+    ):
         # Uniform weights: the same integer arithmetic in one compiled pass (tested equal).
         from neardup import _kernels
 
