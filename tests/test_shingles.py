@@ -370,3 +370,22 @@ def test_scanner_learns_a_whole_piece_at_once(
     assert vocabulary.table.keys.shape[0] >= 1 << 14  # grew (and resumed) many times
     # Every pending entry was resolved: no negative values left in the table.
     assert int(vocabulary.table.values.min()) >= 0
+
+
+def test_token_hashes_and_spans_equal_tokenize_and_hash_forms() -> None:
+    from neardup.shingles import token_hashes_and_spans
+    from neardup.text import TextConfig, tokenize
+
+    cfg = TextConfig()
+    texts = [
+        "Plain ASCII text, with 3.5 numbers and don't.",
+        "“Curly quotes” — dashes, café, naïve, Zürich; 東京で会議 and Ünïcödé.",
+        "",
+        "   \n\n  ",
+        "x" * 5000 + " the end",
+    ]
+    for text in texts * 2:  # the second round: every raw token known
+        hashes, starts, ends = token_hashes_and_spans(text, cfg, 0)
+        toks = tokenize(text, cfg)
+        assert hashes.tolist() == hash_forms(toks.forms, 0).tolist()
+        assert starts.tolist() == list(toks.starts) and ends.tolist() == list(toks.ends)

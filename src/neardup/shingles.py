@@ -39,6 +39,8 @@ from neardup.text import (
     forms_of_raw_tokens,
     raw_tokens,
     token_values,
+    token_values_and_spans,
+    tokenize,
 )
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "mix64",
     "spot_signatures",
     "token_hashes",
+    "token_hashes_and_spans",
     "word_shingles",
     "word_shingles_numpy",
 ]
@@ -189,6 +192,23 @@ def token_hashes(text: str, config: TextConfig, seed: int = 0) -> U64:
             cache[r] = tuple(token_hash(f) for f in forms)
         parts = [cache[r] for r in raws]
     return np.fromiter(chain.from_iterable(parts), dtype=np.uint64)
+
+
+def token_hashes_and_spans(
+    text: str, config: TextConfig, seed: int = 0
+) -> tuple[U64, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`token_hashes` with each token's ``[start, end)`` character span in ``text`` (the
+    spans of :func:`neardup.text.tokenize`): one compiled scan, or ``tokenize`` for short work
+    in a process that has not loaded the compiled kernels (tested equal)."""
+    text = ensure_text(text)
+    if compiled_worthwhile(PYTHON_NS_PER_CHAR * len(text)):
+        return token_values_and_spans(text, config, _hash_channel(seed))
+    toks = tokenize(text, config)
+    return (
+        hash_forms(toks.forms, seed),
+        np.asarray(toks.starts, dtype=np.int64),
+        np.asarray(toks.ends, dtype=np.int64),
+    )
 
 
 def hash_set(forms: Iterable[str], seed: int = 0) -> U64:

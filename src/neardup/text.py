@@ -60,6 +60,7 @@ __all__ = [
     "sentences",
     "token_forms",
     "token_values",
+    "token_values_and_spans",
     "tokenize",
     "tokenize_reference",
 ]
@@ -534,6 +535,15 @@ def token_values(
     name ``value_of``: a token hash and its seed, for example).  ``value_of`` must return
     an integer in ``[0, 2**64)``; ``text`` must be a ``str`` (:func:`ensure_text`)."""
     return _vocabulary(config).scan(text, channel, spans=False)[0]
+
+
+def token_values_and_spans(
+    text: str, config: TextConfig, channel: tuple[Hashable, Callable[[str], int]]
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`token_values` with each token's ``[start, end)`` character span (the spans of
+    :func:`tokenize`), from the same single compiled scan."""
+    values, spans = _vocabulary(config).scan(text, channel, spans=True)
+    return values, spans[0::2], spans[1::2]
 
 
 # --- the compiled scanner's vocabulary -----------------------------------------------------

@@ -32,9 +32,9 @@ import numpy.typing as npt
 from neardup.config import Config, check_int, check_range
 from neardup.errors import ConfigError, SchemeMismatchError, SignatureFormatError
 from neardup.rule.junk import token_flags
-from neardup.shingles import hash_forms, hash_set, word_shingles
+from neardup.shingles import hash_set, token_hashes_and_spans, word_shingles
 from neardup.sketch.shingleset import TOKEN_SEED, ShingleSetConfig
-from neardup.text import ENGLISH_STOP_WORDS, TextConfig, ensure_text, tokenize
+from neardup.text import ENGLISH_STOP_WORDS, TextConfig, ensure_text
 
 __all__ = ["Profile", "RuleConfig", "profile"]
 
@@ -253,10 +253,7 @@ def profile(text: str, config: RuleConfig | None = None) -> Profile:
     """The :class:`Profile` of ``text`` under ``config`` (default :class:`RuleConfig`)."""
     cfg = config or RuleConfig()
     text = ensure_text(text)
-    toks = tokenize(text, cfg.text)
-    hashes = hash_forms(toks.forms, TOKEN_SEED)
-    starts = np.asarray(toks.starts, dtype=np.int64)
-    ends = np.asarray(toks.ends, dtype=np.int64)
+    hashes, starts, ends = token_hashes_and_spans(text, cfg.text, TOKEN_SEED)
     flags = token_flags(text, starts, min_paragraph_tokens=cfg.min_paragraph_tokens)
     shingles = word_shingles(hashes, cfg.width)
     terms, counts = _content_terms(text, hashes, starts, ends, flags, cfg.text)
