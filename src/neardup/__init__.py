@@ -7,7 +7,8 @@ compiled kernels, the store or the Dask engine only when they are used.
 The API follows the data flow::
 
     text        tokenize, sentence_spans, TextConfig
-    signatures  sign, Signature, <Scheme>Config, IdfTable, build_idf_table,
+    signatures  sign (default scheme "coverage"), Signature, <Scheme>Config, IdfTable,
+                build_idf_table,
                 estimate_jaccard, hamming_distance
     similarity  jaccard, containment, bottomk_jaccard, longest_common_substring,
                 align_passages, AlignmentConfig, AlignedPassage
@@ -44,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "sentence_spans": "neardup.text",
     "tokenize": "neardup.text",
     # signatures
+    "CoverageSketchConfig": "neardup.detect.coverage",
     "IdfTable": "neardup.sketch",
     "MinHashConfig": "neardup.sketch",
     "SentenceSketchConfig": "neardup.sketch",
@@ -54,7 +56,8 @@ _EXPORTS: dict[str, str] = {
     "build_idf_table": "neardup.sketch",
     "estimate_jaccard": "neardup.sketch",
     "hamming_distance": "neardup.sketch",
-    "sign": "neardup.sketch",
+    # neardup.sketch.sign, taken from the module that registers its default scheme
+    "sign": "neardup.detect.coverage",
     # similarity
     "AlignedPassage": "neardup.similarity",
     "AlignmentConfig": "neardup.similarity",
@@ -95,6 +98,7 @@ __all__ = [
     "CommonSubstring",
     "ConfigError",
     "ConflictError",
+    "CoverageSketchConfig",
     "Decision",
     "DedupConfig",
     "EventConfig",
@@ -160,6 +164,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from neardup.api import NewsIndex
     from neardup.batch import DedupConfig, dedup
+    from neardup.detect.coverage import CoverageSketchConfig
     from neardup.detect.events import EventConfig, EventReport
     from neardup.detect.origin import OriginConfig, OriginDetector, OriginReport, Segment
     from neardup.detect.resultset import ResultSetDeduper, dedup_result_set
