@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from _common import DATA, prf, read_reuters, save
-from neardup.detect.coverage import CoverageSketchConfig
+from neardup.detect.coverage import CoverageSketchConfig, estimate, is_duplicate
 from neardup.detect.resultset import ResultSetDeduper
 from neardup.evaluation.methods import get_method
 from neardup.evaluation.synth import SynthConfig, synthesize
@@ -165,9 +165,18 @@ def evaluate(
         "datasketch@0.5": mh >= 0.5,
         f"datasketch@{minhash_threshold}": mh >= minhash_threshold,
     }
+    estimated = np.array(
+        [
+            is_duplicate(e.coverage_a, e.coverage_b, RULE)
+            for e in (estimate(default[a], default[b]) for a, b, *_ in pairs)
+        ]
+    )
     out: dict[str, Any] = {
         "pairs": len(pairs),
         "duplicates": int(gold.sum()),
+        # pairs whose estimated coverages make a duplicate that the candidate condition
+        # (MIN_SHARED_KEYS shared sampled shingles) never compares
+        "lost_by_candidate_condition": int(np.sum(estimated & ~methods["coverage"])),
         "methods": {m: scores(pred, gold, rule) for m, pred in methods.items()},
         "by_group": {m: by_group(methods[m], gold, pairs) for m in ("rule", "coverage")},
     }

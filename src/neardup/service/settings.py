@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any
 
-from neardup.config import Config, check_int, check_range
+from neardup.config import Config, check_int
 from neardup.errors import ConfigError
 
 __all__ = ["SETTINGS_ENV", "ServiceSettings"]
@@ -40,8 +40,8 @@ class ServiceSettings(Config):
     Limits: ``max_body_bytes`` per request body (413 above), ``max_text_chars`` per text
     (413 above), ``max_batch`` articles per ``POST /v1/documents``, ``max_result_set`` items
     per ``POST /v1/dedup`` (the issue's 1,000), ``max_similar`` results per similar query.
-    ``dedup_threshold``: default similarity threshold of ``POST /v1/dedup`` (seed 000's 0.5).
-    ``signature_cache``: stored sentence signatures kept decoded in memory (LRU entries).
+    ``signature_cache``: stored result-set signatures kept decoded in memory (entries per
+    scheme).
     ``origin_memory_bytes``: the origin detector's fixed table (seed 004); 32 MiB holds every
     selected shingle of all of Reuters-21578, and a pasted-text query copies it once.
     """
@@ -60,7 +60,6 @@ class ServiceSettings(Config):
     max_batch: int = 1000
     max_result_set: int = 1000
     max_similar: int = 100
-    dedup_threshold: float = 0.5
     signature_cache: int = 1_000_000
     origin_memory_bytes: int = 32 * 1024 * 1024
     log_level: str = "warning"
@@ -80,7 +79,6 @@ class ServiceSettings(Config):
         check_int("max_batch", self.max_batch, low=1, high=100_000)
         check_int("max_result_set", self.max_result_set, low=1, high=100_000)
         check_int("max_similar", self.max_similar, low=1, high=10_000)
-        check_range("dedup_threshold", self.dedup_threshold, low=0.0, high=1.0, low_open=True)
         check_int("signature_cache", self.signature_cache, low=0, high=1 << 30)
         check_int("origin_memory_bytes", self.origin_memory_bytes, low=1 << 16, high=1 << 40)
         if self.log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
