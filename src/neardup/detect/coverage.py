@@ -18,10 +18,12 @@ What is approximated, and what is not:
 * the sketch decides *duplicate or not*: the longest shared passage and the content-word
   cosine of the rule (its ``partial`` and ``similar`` verdicts) are not estimated.
 
-Defaults (``sample_size=64``, ``max_word_count=8``) were chosen on one half of the
+Defaults (``sample_size=64``, ``max_word_count=15``) were chosen on one half of the
 read-labelled real pairs and the project's synthetic benchmark and reported on the other
 half and on a synthetic benchmark built from other articles
-(``benchmarks/bench_resultset_quality.py``, docs/resultset.md).
+(``benchmarks/bench_resultset_quality.py``, docs/resultset.md): agreement with ``judge()``
+rises with the sample, and so do the bytes and the time; a low word cap biases the estimate
+on text with many repeated words.
 
 Guarantees: pure and deterministic (the same text and parameters give the same bytes on
 every machine); the sketch of a text has at most
@@ -53,6 +55,7 @@ from neardup.text import ensure_text
 __all__ = [
     "CoverageEstimate",
     "CoverageSketchConfig",
+    "duplicate_bounds",
     "estimate",
     "is_duplicate",
     "scheme_for",
@@ -68,7 +71,7 @@ class CoverageSketchConfig(Config):
     * ``sample_size``: word occurrences sampled (64: the estimates' error and the
       result-set latency both measured in docs/resultset.md, "How to choose");
     * ``max_word_count``: a word occurring more often than this in a text is not sampled
-      there (8, at most 15), which bounds the sketch of a long text;
+      there (15, at most 15), which bounds the sketch of a long text;
     * ``rule``: the near-duplicate rule whose profile the sketch samples (its width, page
       furniture and text stage; its thresholds are applied when sketches are compared, so
       they do not change the bytes or the scheme id).
