@@ -85,8 +85,8 @@ def main() -> None:
             edit: float(np.mean([g for g, p in zip(agree, pairs, strict=True) if p[2] == edit]))
             for edit in EDITS
         }
-        sigs = [[sign(t, k=k) for t in ranked] for ranked in sets]
-        long_sigs = [[sign(t, k=k) for t in ranked] for ranked in long_sets]
+        sigs = [[sign(t, "sentences", k=k) for t in ranked] for ranked in sets]
+        long_sigs = [[sign(t, "sentences", k=k) for t in ranked] for ranked in long_sets]
         times = _latency(sigs, k)
         long_times = _latency(long_sigs, k)
         sig_bytes = statistics.mean(len(x.to_bytes()) for s in sigs for x in s)

@@ -41,4 +41,7 @@ def test_sign_and_dedup_at_top_level() -> None:
         "The central bank kept its rates unchanged. Analysts had expected a cut.",
     ]
     signatures = [neardup.sign(t) for t in texts]
-    assert neardup.dedup_result_set(signatures, 0.5) == [0, 0, 2]
+    assert signatures[0].scheme == "coverage"  # the default scheme: the rule's sketch
+    assert neardup.dedup_result_set(signatures) == [0, 0, 2]
+    sentences = [neardup.sign(t, "sentences") for t in texts]
+    assert neardup.dedup_result_set(sentences, 0.5) == [0, 0, 2]

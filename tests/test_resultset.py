@@ -17,7 +17,15 @@ from neardup.detect.resultset import (
     dedup_result_set,
     reference_dedup,
 )
-from neardup.errors import ConfigError, InputError, InputTypeError, SchemeMismatchError
+from neardup.errors import (
+    ConfigError,
+    InputError,
+    InputTypeError,
+    SchemeMismatchError,
+    SignatureFormatError,
+)
+from neardup.rule import RuleConfig
+from neardup.rule.coverage import estimate, is_duplicate
 from neardup.similarity import bottomk_jaccard
 from neardup.sketch import Signature, sign
 
@@ -51,7 +59,7 @@ def real_sets(reuters_docs: list[dict[str, Any]]) -> list[list[str]]:
 @pytest.mark.parametrize("k", [4, 8, 16])
 def test_matches_all_pairs_oracle_on_real_articles(real_sets: list[list[str]], k: int) -> None:
     for texts in real_sets:
-        sigs = [sign(t, k=k) for t in texts]
+        sigs = [sign(t, "sentences", k=k) for t in texts]
         for threshold in (0.2, 0.5, 0.8, 1.0):
             expected = all_pairs_oracle(sigs, threshold, k)
             assert ResultSetDeduper(max_entries=0)(sigs, threshold, k=k) == expected
@@ -61,7 +69,7 @@ def test_matches_all_pairs_oracle_on_real_articles(real_sets: list[list[str]], k
 def test_planted_copies_above_threshold_are_found(real_sets: list[list[str]]) -> None:
     texts = real_sets[0]
     draw = texts  # the planted set itself
-    sigs = [sign(t) for t in draw]
+    sigs = [sign(t, "sentences") for t in draw]
     result = dedup_result_set(sigs, 0.5)
     assert all(r <= i for i, r in enumerate(result))
     assert all(result[r] <= r for r in result)
@@ -84,7 +92,7 @@ def test_planted_copies_are_found_by_edit() -> None:
     ]
     base = [t.replace("story", f"story {'abcde'[n]} item") for n, t in enumerate(base)]
     texts, _, planted = plant_copies(base, 4, seed=3)
-    result = dedup_result_set([sign(t) for t in texts], 0.5)
+    result = dedup_result_set([sign(t, "sentences") for t in texts], 0.5)
     for p in planted:
         if p.edit in ("resend", "trimmed", "correction"):
             assert result[p.position] == p.original or result[p.position] < p.position
@@ -108,7 +116,14 @@ def test_matches_oracle_on_overlapping_random_sets(
 def test_empty_signatures_duplicate_only_each_other() -> None:
     sigs = [sig([1, 2]), sig([]), sig([1, 2]), sig([]), sig([3]), sig([])]
     assert dedup_result_set(sigs, 0.5) == [0, 1, 0, 1, 4, 1]
-    assert dedup_result_set([sign(""), sign("   "), sign("Real text here today.")], 1.0) == [
+    assert dedup_result_set(
+        [
+            sign("", "sentences"),
+            sign("   ", "sentences"),
+            sign("Real text here today.", "sentences"),
+        ],
+        1.0,
+    ) == [
         0,
         0,
         2,
@@ -191,3 +206,111 @@ def test_cached_answer_is_checked_like_a_fresh_one() -> None:
         with pytest.raises(SchemeMismatchError):
             deduper(mixed, 0.5)
     assert deduper.cache_info()["entries"] == 0
+
+
+# --- coverage sketches (the default scheme): the rule's verdict on estimated coverages -------
+
+
+def test_coverage_dedup_matches_the_reference_on_real_articles(
+    real_sets: list[list[str]],
+) -> None:
+    for texts in real_sets:
+        sigs = [sign(t) for t in texts]
+        expected = reference_dedup(sigs)
+        assert ResultSetDeduper(max_entries=0)(sigs) == expected
+        assert dedup_result_set(sigs) == expected
+        for strict in (
+            RuleConfig(duplicate_min_coverage=0.9, duplicate_min_coverage_other=0.9),
+            RuleConfig(duplicate_min_coverage=0.4, duplicate_min_coverage_other=0.1),
+        ):
+            assert ResultSetDeduper(max_entries=0)(sigs, rule=strict) == reference_dedup(
+                sigs, rule=strict
+            )
+        assert len(set(expected)) < len(expected)  # the planted copies made duplicates
+
+
+def test_coverage_dedup_removes_exactly_what_the_rule_estimates(
+    real_sets: list[list[str]],
+) -> None:
+    texts = real_sets[1]
+    sigs = [sign(t) for t in texts]
+    result = dedup_result_set(sigs)
+    for i, r in enumerate(result):
+        if r != i:
+            e = estimate(sigs[i], sigs[r])
+            assert is_duplicate(e.coverage_a, e.coverage_b, RuleConfig())
+
+
+_PARAS = [
+    "The central bank raised its main interest rate by half a point on Tuesday, the first "
+    "increase in three years, citing a sharp rise in consumer prices over the winter.",
+    "Officials said the decision was unanimous and that further increases could follow if "
+    "inflation failed to slow in the coming months, according to a statement.",
+    "Economists had expected a smaller move, and markets reacted with a brief fall in share "
+    "prices before recovering in the afternoon as traders digested the news.",
+    "A storm swept across the northern coast overnight, bringing down power lines and "
+    "flooding several villages where residents were moved to schools and sports halls.",
+    "Rescue teams worked through the night, and the regional government promised help for "
+    "farmers whose fields were under water for the second time this decade.",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, len(_PARAS) - 1), min_size=0, max_size=4).map(
+            lambda idx: "\n\n".join(_PARAS[i] for i in idx)
+        ),
+        max_size=12,
+    ),
+    st.sampled_from([4, 16, 64]),
+)
+def test_coverage_dedup_matches_the_reference_on_overlapping_texts(
+    texts: list[str], sample_size: int
+) -> None:
+    sigs = [sign(t, "coverage", sample_size=sample_size) for t in texts]
+    assert ResultSetDeduper(max_entries=0)(sigs) == reference_dedup(sigs)
+
+
+def test_coverage_dedup_of_edge_texts() -> None:
+    # Texts without words are never duplicates (the rule's coverage of an empty text is 0);
+    # one-word texts are compared on their one shingle.
+    sigs = [sign(t) for t in ("", "   ", "Hello", "Hello", "Real text here today.")]
+    assert dedup_result_set(sigs) == [0, 1, 2, 2, 4]
+    assert dedup_result_set([]) == []
+
+
+def test_coverage_dedup_parameters_and_bad_input() -> None:
+    sigs = [sign(p) for p in _PARAS]
+    with pytest.raises(ConfigError):
+        dedup_result_set(sigs, 0.5)  # a threshold is for set sketches
+    with pytest.raises(ConfigError):
+        dedup_result_set(sigs, k=8)
+    with pytest.raises(ConfigError):
+        dedup_result_set(sigs, rule="strict")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        dedup_result_set([sign(p, "sentences") for p in _PARAS], rule=RuleConfig())
+    with pytest.raises(SchemeMismatchError):
+        dedup_result_set(sigs, rule=RuleConfig(width=5))  # sketches of another profile
+    with pytest.raises(SchemeMismatchError):
+        dedup_result_set([sigs[0], sign(_PARAS[1], "sentences")])
+    broken = sigs[1].values.copy()
+    broken[5] += 1  # one occurrence more than the sketch holds
+    bad = Signature(sigs[1].scheme_id, broken)
+    with pytest.raises(SignatureFormatError):
+        ResultSetDeduper(max_entries=0)([sigs[0], bad])
+    with pytest.raises(SignatureFormatError):
+        reference_dedup([sigs[0], bad])
+
+
+def test_cache_is_keyed_by_the_rule() -> None:
+    deduper = ResultSetDeduper()
+    longer = "\n\n".join(_PARAS[i] for i in (0, 1, 3, 4))
+    sigs = [sign(_PARAS[0]), sign(longer)]
+    e = estimate(sigs[0], sigs[1])
+    assert e.coverage_a == 1.0 and 0.1 < e.coverage_b < 0.3  # a quarter of the longer text
+    loose = RuleConfig(duplicate_min_coverage=0.1, duplicate_min_coverage_other=0.1)
+    assert deduper(sigs) == [0, 1]
+    assert deduper(sigs, rule=loose) == [0, 0]
+    assert deduper(sigs) == [0, 1]
+    assert deduper.cache_info()["hits"] == 1

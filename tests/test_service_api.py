@@ -122,16 +122,19 @@ def test_dedup_equals_the_library_on_stored_ids_and_texts(
         res = client.post("/v1/dedup", json={"items": items, "threshold": threshold})
         assert res.status_code == 200, res.text
         body = res.json()
-        sigs = [sign(texts[i] if isinstance(i, str) else i["text"]) for i in items]
+        sigs = [sign(texts[i] if isinstance(i, str) else i["text"], "sentences") for i in items]
         assert body["positions"] == dedup_result_set(sigs, threshold)
         keys = [i if isinstance(i, str) else i["id"] for i in items]
         assert body["keep"] == [keys[i] for i, p in enumerate(body["positions"]) if p == i]
         for dropped, kept in body["duplicate_of"].items():
             assert kept in body["keep"] and keys.index(kept) < keys.index(dropped)
         assert len(body["keep"]) + len(body["duplicate_of"]) == len(items)
-    # the planted copies are found at seed 000's threshold
+    # without a threshold the near-duplicate rule decides, on the coverage sketches
     body = client.post("/v1/dedup", json={"items": items}).json()
-    assert body["threshold"] == 0.5
+    assert body["threshold"] is None
+    sigs = [sign(texts[i] if isinstance(i, str) else i["text"]) for i in items]
+    assert sigs[0].scheme == "coverage"
+    assert body["positions"] == dedup_result_set(sigs)
     for pos in (5, 30, 70):
         assert body["duplicate_of"].get(f"edit-{pos}") is not None
     # text items without an id are keyed by position; an empty set is fine
@@ -159,7 +162,10 @@ def test_dedup_fast_path_answers_as_the_route_and_the_library(
         assert fast.status_code == routed.status_code == 200, (fast.text, routed.text)
         assert fast.headers["content-type"] == "application/json"
         assert fast.json() == routed.json()
-        expected = dedup_result_set([sign(texts[i]) for i in ranked], threshold or 0.5)
+        if threshold is None:  # the rule, on the default coverage sketches
+            expected = dedup_result_set([sign(texts[i]) for i in ranked])
+        else:
+            expected = dedup_result_set([sign(texts[i], "sentences") for i in ranked], threshold)
         assert fast.json()["positions"] == expected
     # the fast path hands everything else to the route, which words the error
     unknown = client.post("/v1/dedup", json={"items": [ids[0], "no-such-id"]})

@@ -140,7 +140,7 @@ def test_early_termination_agrees_with_full_merge_at_every_threshold(
 
 def test_early_termination_on_real_sentence_sketches(reuters_docs: list[dict[str, str]]) -> None:
     texts = [d["text"] for d in reuters_docs[:400] if d["text"].strip()]
-    sigs = [sign(t, k=8) for t in texts]
+    sigs = [sign(t, "sentences", k=8) for t in texts]
     # Pairs of neighbours in the wire (corrections and re-sends come close together).
     for s, t in itertools.pairwise(sigs):
         full = bottomk_jaccard(s, t, 8)

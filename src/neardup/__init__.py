@@ -7,7 +7,8 @@ compiled kernels, the store or the Dask engine only when they are used.
 The API follows the data flow::
 
     text        tokenize, sentence_spans, TextConfig
-    signatures  sign, Signature, <Scheme>Config, IdfTable, build_idf_table,
+    signatures  sign (default scheme "coverage"), Signature, <Scheme>Config, IdfTable,
+                build_idf_table,
                 estimate_jaccard, hamming_distance
     similarity  jaccard, containment, bottomk_jaccard, longest_common_substring,
                 align_passages, AlignmentConfig, AlignedPassage
@@ -73,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "sentence_spans": "neardup.text",
     "tokenize": "neardup.text",
     # signatures
+    "CoverageSketchConfig": "neardup.rule.coverage",
     "IdfTable": "neardup.sketch",
     "MinHashConfig": "neardup.sketch",
     "SentenceSketchConfig": "neardup.sketch",
@@ -83,7 +85,8 @@ _EXPORTS: dict[str, str] = {
     "build_idf_table": "neardup.sketch",
     "estimate_jaccard": "neardup.sketch",
     "hamming_distance": "neardup.sketch",
-    "sign": "neardup.sketch",
+    # neardup.sketch.sign, taken from the module that registers its default scheme
+    "sign": "neardup.rule.coverage",
     # similarity
     "AlignedPassage": "neardup.similarity",
     "AlignmentConfig": "neardup.similarity",
@@ -128,6 +131,7 @@ __all__ = [
     "CommonSubstring",
     "ConfigError",
     "ConflictError",
+    "CoverageSketchConfig",
     "Decision",
     "DedupConfig",
     "EventConfig",
@@ -217,6 +221,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from neardup.index import HammingIndex, HammingIndexConfig, LSHIndex, LSHIndexConfig
     from neardup.records import Article
     from neardup.rule import RuleConfig, Verdict, judge
+    from neardup.rule.coverage import CoverageSketchConfig
     from neardup.similarity import (
         AlignedPassage,
         AlignmentConfig,

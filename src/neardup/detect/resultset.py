@@ -1,40 +1,58 @@
 """Realtime near-duplicate removal from a ranked result set (seed 000).
 
-The situation of seed 000: a search serves ~100 articles whose sentence sketches were
-computed offline (:func:`neardup.sign`); before the page goes out, every article that
+The situation of seed 000: a search serves ~100 articles whose signatures were computed
+offline (:func:`neardup.sign`); before the page goes out, every article that
 near-duplicates a better-ranked one is found, within a budget of milliseconds.
 
 :func:`dedup_result_set` answers, for each position ``i``::
 
-    result[i] = min { j < i : sim(i, j) >= threshold }   or i when there is no such j
+    result[i] = min { j < i : dup(i, j) }   or i when there is no such j
 
-where ``sim`` is the bottom-k Jaccard estimate of the two sketches
-(:func:`neardup.similarity.bottomk_jaccard`; the exact Jaccard of the sentence sets when both
-articles have at most ``k`` distinct sentences).  Positions with ``result[i] == i`` are kept;
-the ranking order is preserved and the first item of a duplicate group is the one kept.
-The relation is *not* closed transitively: ``result[i]`` is the earliest item that ``i``
-itself near-duplicates, which may in turn point to an earlier one (``result[result[i]] <=
-result[i]``, so following the pointers always ends at a kept item).  An empty signature
-(an article without a sentence) is a near-duplicate only of another empty signature.
+Positions with ``result[i] == i`` are kept; the ranking order is preserved and the first item
+of a duplicate group is the one kept.  The relation is *not* closed transitively:
+``result[i]`` is the earliest item that ``i`` itself near-duplicates, which may in turn point
+to an earlier one (``result[result[i]] <= result[i]``, so following the pointers always ends
+at a kept item).  ``dup`` depends on the signatures' scheme:
+
+* **coverage sketches** (``neardup.sign(text)``, the default scheme,
+  :mod:`neardup.rule.coverage`): ``dup`` is the near-duplicate rule's ``duplicate``
+  verdict (:mod:`neardup.rule`, thresholds of ``rule``) on the two coverages estimated from
+  the sketches, for the pairs that share a sampled shingle (a sampled word and the shingle
+  starting at it).  It equals ``judge(a, b).label == "duplicate"`` up to the sketch's
+  sampling error (docs/resultset.md, "How accurate").  Two texts without words are never
+  duplicates (the rule's coverage of an empty text is 0);
+* **set sketches** (seed 000's sentence sketch, ``neardup.sign(text, "sentences")``):
+  ``dup`` is ``sim(i, j) >= threshold`` for the bottom-k Jaccard estimate ``sim``
+  (:func:`neardup.similarity.bottomk_jaccard`; the exact Jaccard of the sentence sets when
+  both articles have at most ``k`` distinct sentences).  An empty signature (an article
+  without a sentence) is a near-duplicate only of another empty signature.
 
 How it is fast (the seed asks for < 10 ms and reports < 1 ms for 100 articles):
 
 1. The sketches are laid out flat (one ``values`` array plus row offsets).
 2. A compiled kernel (numba) walks the rows in rank order with a small open-addressing hash
-   table from value to the rows holding it, so each row meets only the earlier rows that
-   share at least one sentence with it; a pair that shares none has similarity 0 and is never
-   merged.  Candidates that share too few values to reach the threshold are skipped.
-3. The remaining candidates, in rank order, get the sorted merge with early termination of
-   seed 000 (:func:`neardup.similarity.bottomk_at_least`); the first hit wins.
+   table from key to the rows holding it (sentence hashes; for coverage sketches, each
+   sampled occurrence's word and shingle), so each row meets only the earlier rows that
+   share a key with it; the other pairs cannot be duplicates and are never compared.
+3. Set sketches: candidates that share too few values to reach the threshold are skipped,
+   the others get the sorted merge with early termination of seed 000
+   (:func:`neardup.similarity.bottomk_at_least`); the first hit wins.  Coverage sketches:
+   each candidate's two coverages are estimated (:func:`neardup.sketch.coverage.pair_counts`)
+   and two bounds of the rule decide most pairs in the kernel (the smaller coverage at
+   least ``duplicate_min_coverage``: duplicate; below ``duplicate_min_coverage_other``:
+   not; :func:`neardup.rule.coverage.duplicate_bounds`, property-tested against the
+   rule); the few in between are decided by the rule's own clauses in Python.
 4. A bounded LRU cache of session sets (seed 000: "hashing and caching the session set")
    answers a repeated set without recomputation.  Its key is the 128-bit xxh3 digest of the
-   signatures' bytes with the threshold and ``k`` (deterministic; a false hit needs a 128-bit
-   collision).
+   signatures' own 128-bit digests (:meth:`Signature.digest`, cached on each signature) with
+   the threshold and ``k`` (or the rule's scheme id) (deterministic; a false hit needs a
+   128-bit collision).
 
-Complexity: O(V + P + C·k) time for V = total sketch values, P = pairs (row, earlier row)
-sharing a value, C <= P candidate merges; O(V + n) memory.  Worst case (every article shares
-a value with every other) O(n²·k), the all-pairs bound.  Measured latency at 10, 100 and 1,000
-items is in ``docs/resultset.md``.
+Complexity: O(V + P + C·c) time for V = total sketch keys, P = pairs (row, earlier row)
+sharing a key, C <= P candidates and c the cost of comparing two sketches (a merge of at
+most 2k values, or of the two sketches' word lists); O(V + n) memory.  Worst case (every
+article shares a key with every other) O(n²·c), the all-pairs bound.  Measured latency is in
+``docs/resultset.md``.
 """
 
 from __future__ import annotations
@@ -51,11 +69,24 @@ import numpy.typing as npt
 import xxhash
 
 from neardup.config import check_int
-from neardup.errors import InputError, InputTypeError, SchemeMismatchError
+from neardup.errors import (
+    ConfigError,
+    InputError,
+    InputTypeError,
+    SchemeMismatchError,
+    SignatureFormatError,
+)
+from neardup.rule import RuleConfig
+from neardup.rule.coverage import duplicate_bounds, is_duplicate, scheme_for
 from neardup.similarity import need_table
 from neardup.similarity.sets import at_least_kernel
 from neardup.sketch.base import Signature
 from neardup.sketch.bottomk import SentenceSketchConfig
+from neardup.sketch.coverage import HEADER_WORDS as _HEADER
+from neardup.sketch.coverage import OVERFLOW as _OVERFLOW
+from neardup.sketch.coverage import STARTS as _STARTS
+from neardup.sketch.coverage import direction_counts_reference, pair_counts, parse
+from neardup.sketch.coverage import layout_code as _layout_code
 
 __all__ = [
     "DEFAULT_K",
@@ -66,6 +97,14 @@ __all__ = [
 ]
 
 DEFAULT_K: int = SentenceSketchConfig().k
+DEFAULT_THRESHOLD = 0.5  # seed 000's threshold for set sketches when none is given
+DEFAULT_RULE = RuleConfig()  # one instance: its scheme id is computed once
+#: Coverage sketches are compared when they share at least this many sampled shingles (the
+#: shingles starting at the sampled words; or all of the smaller sketch's): every pair the
+#: sketch calls a duplicate on the benchmarks shares ten or more, while unrelated or
+#: same-story pairs sharing a few are common phrases and quotations
+#: (benchmarks/bench_resultset_quality.py counts the pairs this condition loses).
+MIN_SHARED_KEYS = 4
 
 _FIB = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing multiplier (Knuth 6.4)
 
@@ -144,6 +183,126 @@ def _dedup_kernel(  # pragma: no cover - compiled
     return -1
 
 
+@numba.njit(cache=True, nogil=True)
+def _coverage_kernel(  # pragma: no cover - compiled
+    values: Any, offsets: Any, accept_at: float, reject_below: float, need: Any, out: Any
+) -> tuple[int, Any]:
+    """Coverage sketches: fill ``out`` from the bounds; return ``(-1, band)`` or ``(bad
+    row, _)``.
+
+    Candidates of row ``i``: the earlier rows sharing enough of its occurrence keys (word key
+    and the fingerprint of a shingle starting at an occurrence), found through an open-
+    addressing table as in :func:`_dedup_kernel`.  Each candidate, in rank order, gets the two
+    estimated coverages; the smaller one at least ``accept_at`` is a duplicate (the first one
+    wins), below ``reject_below`` is not; the pairs in between that precede the first
+    accepted candidate are returned in ``band`` as ``(i, j, found_i, eligible_i, found_j,
+    eligible_j)`` rows, in order, for the rule to decide.  ``need[e]``: the fewest found of
+    ``e`` eligible tokens whose share is at least ``reject_below`` (0 everywhere when it is 0):
+    the comparisons stop as soon as a side cannot reach it.
+    """
+    n = offsets.shape[0] - 1
+    total = np.int64(0)
+    for r in range(n):  # the structure of every row (what keeps the reads within it) ...
+        if _layout_code(values, offsets[r], offsets[r + 1], False) != 0:
+            return r, np.zeros((0, 6), dtype=np.int64)
+        total += np.int64(values[offsets[r] + 5])
+    checked = np.zeros(n, dtype=np.bool_)  # ... and the entries of the rows compared
+    bits = 4
+    while (1 << bits) < total + total // 4:  # a small table: the walk is memory-bound
+        bits += 1
+    mask = np.uint64((1 << bits) - 1)
+    shift = np.uint64(64 - bits)
+    one = np.uint64(1)
+    keys = np.zeros(1 << bits, dtype=np.uint64)
+    heads = np.full(1 << bits, -1, dtype=np.int32)  # slot -> last entry with that key
+    chain = np.empty(total + 1, dtype=np.int32)  # entry -> previous entry, same key
+    row_of = np.empty(total + 1, dtype=np.int32)
+    shared = np.zeros(n, dtype=np.int64)
+    touched = np.empty(n, dtype=np.int64)
+    n_keys = np.zeros(n, dtype=np.int64)  # distinct keys of each row
+    band = np.empty((16, 6), dtype=np.int64)
+    n_band = 0
+    entries = 0
+    for i in range(n):
+        lo = offsets[i]
+        out[i] = i
+        t = np.int64(values[lo + 4])
+        at = lo + _HEADER + 2 * t
+        n_touched = 0
+        for c in range(t):
+            count = np.int64(values[lo + _HEADER + t + c])
+            if count == _OVERFLOW:
+                continue
+            word = np.uint64(values[lo + _HEADER + c]) << np.uint64(16)
+            for e in range(at, at + (count & 0xFFFF)):
+                entry = values[e]
+                if not entry & _STARTS:
+                    continue  # only the shingles starting at an occurrence are keys
+                v = word | np.uint64(entry >> 16)
+                slot = (v * _FIB) >> shift
+                while heads[slot] != -1 and keys[slot] != v:
+                    slot = (slot + one) & mask
+                q = heads[slot]
+                if q != -1 and row_of[q] == i:
+                    continue  # this row holds the key already
+                keys[slot] = v
+                heads[slot] = entries
+                chain[entries] = q
+                row_of[entries] = i
+                entries += 1
+                n_keys[i] += 1
+                while q != -1:  # every earlier row holding the key (once each)
+                    j = row_of[q]
+                    if shared[j] == 0:
+                        touched[n_touched] = j
+                        n_touched += 1
+                    shared[j] += 1
+                    q = chain[q]
+            at += count & 0xFFFF
+        if n_touched == 0:
+            continue
+        candidates = np.sort(touched[:n_touched])
+        done = False
+        for c in range(n_touched):
+            j = candidates[c]
+            common = shared[j]
+            shared[j] = 0
+            if done or common < min(MIN_SHARED_KEYS, n_keys[i], n_keys[j]):
+                continue
+            # The merge alone bounds both coverages from above (a token can only be found
+            # when the other text holds its word): most unrelated candidates stop here.
+            ui, ei, uj, ej = pair_counts(values, lo, offsets[j], False)
+            if min(ui / ei if ei else 0.0, uj / ej if ej else 0.0) < reject_below:
+                continue
+            ni = need[ei] if 0 < ei < need.shape[0] else 0  # 0: no early stop
+            nj = need[ej] if 0 < ej < need.shape[0] else 0
+            for r in (i, j):
+                if not checked[r]:
+                    if _layout_code(values, offsets[r], offsets[r + 1], True) != 0:
+                        return r, np.zeros((0, 6), dtype=np.int64)
+                    checked[r] = True
+            fi, ei, fj, ej = pair_counts(values, lo, offsets[j], True, ni, nj, ui, uj)
+            if fi < 0:
+                continue  # stopped: a side cannot reach reject_below
+            low = min(fi / ei if ei else 0.0, fj / ej if ej else 0.0)
+            if low >= accept_at:
+                out[i] = j
+                done = True
+            elif low >= reject_below:
+                if n_band == band.shape[0]:
+                    grown = np.empty((2 * n_band, 6), dtype=np.int64)
+                    grown[:n_band] = band
+                    band = grown
+                band[n_band, 0] = i
+                band[n_band, 1] = j
+                band[n_band, 2] = fi
+                band[n_band, 3] = ei
+                band[n_band, 4] = fj
+                band[n_band, 5] = ej
+                n_band += 1
+    return -1, band[:n_band]
+
+
 def _flatten(
     signatures: Sequence[Signature],
 ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64], int]:
@@ -154,6 +313,43 @@ def _flatten(
     np.cumsum(lengths, out=offsets[1:])
     values = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)
     return values, offsets, int(lengths.max(initial=0))
+
+
+def _is_coverage(sig: object) -> bool:
+    return isinstance(sig, Signature) and sig.scheme == "coverage"
+
+
+def _params(coverage: bool, threshold: float | None, k: int | None, rule: object) -> bytes:
+    """Validate the comparison parameters; the bytes that name them in the cache key."""
+    if coverage:
+        if threshold is not None or k is not None:
+            raise ConfigError(
+                "threshold and k apply to set sketches (the 'sentences' scheme); coverage "
+                "sketches are judged by the near-duplicate rule (rule=RuleConfig(...))"
+            )
+        if rule is None:
+            rule = DEFAULT_RULE
+        if not isinstance(rule, RuleConfig):
+            raise ConfigError(f"rule must be a RuleConfig, got {type(rule).__name__}")
+        return rule.scheme_id.encode("ascii")
+    if rule is not None:
+        raise ConfigError("rule applies to coverage sketches (neardup.sign(text, 'coverage'))")
+    if k is not None:
+        check_int("k", k, low=1)
+    value = DEFAULT_THRESHOLD if threshold is None else threshold
+    need_table(value, 1)  # validates threshold in (0, 1]
+    return struct.pack("<dq", value, k or 0)
+
+
+def _check_rule(first: Signature, rule: RuleConfig) -> None:
+    """The sketches must sample the profile of ``rule`` (its width, furniture, text stage)."""
+    v = first.values
+    made = scheme_for(int(v[1]), int(v[2]), rule.profile_id) if len(v) >= _HEADER else None
+    if made != first.scheme_id:
+        raise SchemeMismatchError(
+            f"the sketches ({first.scheme_id}) were not made with this rule's profile; sign "
+            "the texts with neardup.sign(text, 'coverage', rule=<the same RuleConfig>)"
+        )
 
 
 def _check_signatures(signatures: Sequence[Signature]) -> None:
@@ -213,24 +409,28 @@ class ResultSetDeduper:
             self.hits = self.misses = 0
 
     def __call__(
-        self, signatures: Sequence[Signature], threshold: float, *, k: int | None = None
+        self,
+        signatures: Sequence[Signature],
+        threshold: float | None = None,
+        *,
+        k: int | None = None,
+        rule: RuleConfig | None = None,
     ) -> list[int]:
         """See :func:`dedup_result_set`."""
         if not isinstance(signatures, list | tuple):
             if isinstance(signatures, Signature | str | bytes):
                 raise InputTypeError("dedup_result_set takes a sequence of Signatures")
             signatures = list(signatures)
-        if k is not None:
-            check_int("k", k, low=1)
-        need_table(threshold, 1)  # validates threshold in (0, 1]
+        coverage = bool(signatures) and _is_coverage(signatures[0])
+        params = _params(coverage, threshold, k, rule)
         if not signatures:
             return []
-        try:
-            blob = b"".join(map(Signature.to_bytes, signatures))
+        try:  # each signature's digest is cached on it: a repeated set costs one short hash
+            blob = b"".join(map(Signature.digest, signatures))
         except (TypeError, AttributeError):
             _check_signatures(signatures)  # raises the precise error
             raise
-        key = xxhash.xxh3_128_digest(blob) + struct.pack("<dq", threshold, k or 0)
+        key = xxhash.xxh3_128_digest(blob) + params
         if self.max_entries:
             with self._lock:
                 hit = self._cache.get(key)
@@ -239,7 +439,10 @@ class ResultSetDeduper:
                     self.hits += 1
                     return hit.tolist()  # type: ignore[no-any-return]
         _check_signatures(signatures)
-        result = self._compute(signatures, threshold, k)
+        if coverage:
+            result = self._compute_coverage(signatures, rule or DEFAULT_RULE)
+        else:
+            result = self._compute(signatures, threshold or DEFAULT_THRESHOLD, k)
         self._store(key, result)
         return result.tolist()  # type: ignore[no-any-return]
 
@@ -261,6 +464,31 @@ class ResultSetDeduper:
             )
         return out
 
+    def _compute_coverage(
+        self, signatures: Sequence[Signature], rule: RuleConfig
+    ) -> npt.NDArray[np.int32]:
+        _check_rule(signatures[0], rule)
+        values, offsets, _ = _flatten(signatures)
+        if values.dtype != np.uint32:
+            raise SignatureFormatError(f"coverage sketches hold uint32 values, got {values.dtype}")
+        accept_at, reject_below = duplicate_bounds(rule)
+        # Eligible tokens are at most the sampled ones: sample_size + max_word_count - 1.
+        size = int(values[1]) + int(values[2])
+        need = need_table(reject_below, size) if reject_below > 0 else np.zeros(1, np.int64)
+        out = np.empty(len(signatures), dtype=np.int32)
+        bad, band = _coverage_kernel(values, offsets, accept_at, reject_below, need, out)
+        if bad >= 0:
+            raise SignatureFormatError(
+                f"signature at position {bad} ({signatures[bad].scheme_id}) is not a "
+                "well-formed coverage sketch (neardup.sign(text, 'coverage'))"
+            )
+        decided = -1
+        for i, j, fi, ei, fj, ej in band.tolist():
+            if i != decided and is_duplicate(fi / ei if ei else 0.0, fj / ej if ej else 0.0, rule):
+                out[i] = j  # the earliest candidate the rule calls a duplicate
+                decided = i
+        return out
+
     def _store(self, key: bytes, result: npt.NDArray[np.int32]) -> None:
         size = int(result.size)
         result.flags.writeable = False
@@ -279,33 +507,53 @@ default_deduper = ResultSetDeduper()
 
 
 def dedup_result_set(
-    signatures: Sequence[Signature], threshold: float, *, k: int | None = None
+    signatures: Sequence[Signature],
+    threshold: float | None = None,
+    *,
+    k: int | None = None,
+    rule: RuleConfig | None = None,
 ) -> list[int]:
     """For each position ``i``, the earliest ``j < i`` that ``i`` near-duplicates, else ``i``.
 
-    ``signatures``: the set-valued signatures of a ranked result set, one scheme (normally
-    ``neardup.sign(text)``, the sentence sketch); mixed schemes raise
-    :class:`~neardup.errors.SchemeMismatchError`.  ``threshold`` in ``(0, 1]``: two items are
-    near-duplicates when their bottom-k Jaccard estimate is ``>= threshold``.  ``k``: the
-    ``k`` the sketches were made with; by default the sentence sketch's default ``k``, or the
-    longest signature in the set when that is longer.
+    ``signatures``: the signatures of a ranked result set, one scheme (mixed schemes raise
+    :class:`~neardup.errors.SchemeMismatchError`):
 
-    Deterministic; answered from the process-wide LRU cache (:data:`default_deduper`) when the
-    same set and threshold were seen recently.  See the module docstring for the exact
-    semantics, complexity and the cache bound.
+    * coverage sketches (``neardup.sign(text)``, the default): ``j`` is a near-duplicate when
+      the near-duplicate rule (``rule``, default :class:`~neardup.rule.RuleConfig`) calls
+      the pair ``duplicate`` on the coverages estimated from the two sketches; ``rule``
+      must have the profile the sketches were made with;
+    * set sketches (``neardup.sign(text, "sentences")``, seed 000): when the bottom-k Jaccard
+      estimate is ``>= threshold`` (in ``(0, 1]``, default 0.5); ``k``: the ``k`` the
+      sketches were made with (default: the sentence sketch's, or the longest signature).
+
+    ``threshold`` and ``k`` with coverage sketches, or ``rule`` with set sketches, raise
+    :class:`~neardup.errors.ConfigError`.  Deterministic; answered from the process-wide
+    LRU cache (:data:`default_deduper`) when the same set and parameters were seen recently.
+    See the module docstring for the exact semantics, complexity and the cache bound.
     """
-    return default_deduper(signatures, threshold, k=k)
+    return default_deduper(signatures, threshold, k=k, rule=rule)
 
 
 def reference_dedup(
-    signatures: Sequence[Signature], threshold: float, *, k: int | None = None
+    signatures: Sequence[Signature],
+    threshold: float | None = None,
+    *,
+    k: int | None = None,
+    rule: RuleConfig | None = None,
 ) -> list[int]:
-    """The straightforward pure-Python version: every pair, a full sorted merge each.
+    """The straightforward pure-Python version: every pair, compared in full.
 
     Same answer as :func:`dedup_result_set` (the tests use it as the oracle, the benchmark as
-    the baseline); O(n²·k) Python steps.
+    the baseline): set sketches by a full sorted merge, coverage sketches by plain
+    dictionaries (:func:`neardup.sketch.coverage.direction_counts_reference`) and the rule's
+    clauses for every pair sharing enough sampled shingles; O(n²·k) Python steps.
     """
     _check_signatures(signatures)
+    if signatures and _is_coverage(signatures[0]):
+        _params(True, threshold, k, rule)
+        return _reference_coverage(signatures, rule or DEFAULT_RULE)
+    _params(False, threshold, k, rule)
+    value = DEFAULT_THRESHOLD if threshold is None else threshold
     rows = [s.values.tolist() for s in signatures]
     k_eff = k if k is not None else max([DEFAULT_K, *map(len, rows)])
     rows = [r[:k_eff] for r in rows]
@@ -313,7 +561,28 @@ def reference_dedup(
     for i, a in enumerate(rows):
         result.append(i)
         for j in range(i):
-            if _reference_similarity(a, rows[j], k_eff) >= threshold:
+            if _reference_similarity(a, rows[j], k_eff) >= value:
+                result[i] = j
+                break
+    return result
+
+
+def _reference_coverage(signatures: Sequence[Signature], rule: RuleConfig) -> list[int]:
+    _check_rule(signatures[0], rule)
+    parts = [parse(s.values) for s in signatures]
+    if len({p.width for p in parts}) > 1:
+        raise SignatureFormatError("coverage sketches of different shingle widths")
+    result = []
+    for i, a in enumerate(parts):
+        result.append(i)
+        for j in range(i):
+            keys_j = parts[j].occurrence_keys
+            common = len(a.occurrence_keys & keys_j)
+            if not common or common < min(MIN_SHARED_KEYS, len(a.occurrence_keys), len(keys_j)):
+                continue
+            fi, ei = direction_counts_reference(signatures[i].values, signatures[j].values)
+            fj, ej = direction_counts_reference(signatures[j].values, signatures[i].values)
+            if is_duplicate(fi / ei if ei else 0.0, fj / ej if ej else 0.0, rule):
                 result[i] = j
                 break
     return result

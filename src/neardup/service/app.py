@@ -546,16 +546,21 @@ class DedupIn(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
-            "examples": [
-                {"items": ["wire-1", "wire-7", {"id": "fresh", "text": "..."}], "threshold": 0.5}
-            ]
+            "examples": [{"items": ["wire-1", "wire-7", {"id": "fresh", "text": "..."}]}]
         },
     )
 
     items: list[Annotated[DedupItem, BeforeValidator(_bare_id)]] = Field(
         description="Ranked items: a stored id as a bare string or {id}, or {text} (+ optional id)."
     )
-    threshold: StrictFloat | None = Field(default=None, gt=0.0, le=1.0, allow_inf_nan=False)
+    threshold: StrictFloat | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Omitted: the near-duplicate rule decides (the default).  Given: seed "
+        "000's sentence sketch, near-duplicates at a sentence similarity >= threshold.",
+    )
 
 
 class AlignIn(BaseModel):
@@ -768,7 +773,7 @@ def _json_response(content: Any) -> Response:
     return Response(body.encode("utf-8"), media_type="application/json")
 
 
-def _dedup_answer(keys: list[str], positions: list[int], threshold: float) -> bytes:
+def _dedup_answer(keys: list[str], positions: list[int], threshold: float | None) -> bytes:
     """The JSON answer of ``POST /v1/dedup`` (shared by the route and its fast path)."""
     kept = _kept_of(positions)
     answer = {
@@ -985,8 +990,6 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
             raise InputTooLargeError(
                 f"the result set has {len(refs)} items; the limit is {cfg.max_result_set}"
             )
-        if threshold is None:
-            threshold = cfg.dedup_threshold
         positions = be().dedup(refs, threshold) if refs else []
         return Response(_dedup_answer(keys, positions, threshold), media_type="application/json")
 
@@ -997,13 +1000,17 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
         openapi_extra=_body_schema("DedupIn"),
     )
     async def dedup(request: Request) -> Any:
-        """Seed 000's realtime dedup.  ``items`` in ranking order: a bare string or ``{"id"}``
-        is a stored article (its stored signature is used), ``{"text"}`` is signed now (its
-        key is its ``id`` if given, else ``"#<position>"``).  Answer: ``keep`` (keys kept, in
-        ranking order), ``duplicate_of`` (each dropped key -> the kept key it duplicates,
-        following chains to the kept item), ``positions`` (the library's raw answer: for each
-        position, the earliest position it near-duplicates, or itself).  At most
-        ``max_result_set`` items and ``max_dedup_chars`` characters of text together."""
+        """Realtime dedup of a ranked result set (seed 000).  ``items`` in ranking order: a
+        bare string or ``{"id"}`` is a stored article, ``{"text"}`` is signed now (its key is
+        its ``id`` if given, else ``"#<position>"``).  Without ``threshold`` an item is a
+        duplicate when the near-duplicate rule calls it one, estimated from the two
+        articles' coverage sketches; with ``threshold``, when seed 000's sentence sketches
+        are at least that similar (``threshold`` is echoed, ``null`` for the rule).  Answer:
+        ``keep`` (keys kept, in ranking order), ``duplicate_of`` (each dropped key -> the kept
+        key it duplicates, following chains to the kept item), ``positions`` (the library's
+        raw answer: for each position, the earliest position it near-duplicates, or
+        itself).  At most ``max_result_set`` items and ``max_dedup_chars`` characters of text
+        together."""
         raw = await request.body()
         return await run(do_dedup, raw, light=len(raw) <= LIGHT_BODY_BYTES)
 
@@ -1013,8 +1020,6 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
         refs, keys, threshold = _fast_dedup_body(raw)
         if not refs or len(refs) > cfg.max_result_set:
             return None
-        if threshold is None:
-            threshold = cfg.dedup_threshold
         positions = be().dedup_cached(keys, threshold)
         if positions is None:
             return None

@@ -2,18 +2,19 @@
 
 The HTTP layer (:mod:`neardup.service.app`) talks to :class:`Backend` and gets plain JSON-able
 values back; this module maps them onto :class:`neardup.api.NewsIndex` (ingest, similar
-stories, events; store of record), :func:`neardup.detect.resultset.dedup_result_set` with
-sentence signatures (seed 000) and the origin engine of :mod:`neardup.detect.origin` (seed
-004).  Keeping every library name here isolates the HTTP layer from their exact spelling.
+stories, events; store of record), :func:`neardup.detect.resultset.dedup_result_set` (the
+rule's coverage sketch by default; seed 000's sentence sketch when a request gives a
+threshold) and the origin engine of :mod:`neardup.detect.origin` (seed 004).  Keeping
+every library name here isolates the HTTP layer from their exact spelling.
 
 State and consistency:
 
 * The store is the source of truth.  Ingest goes through ``NewsIndex.ingest``, which commits
   before returning, so an answered request is durable.
-* Sentence signatures of stored ids (``POST /v1/dedup``) are computed from the stored text on
-  first use (or taken from the store when its signature is a sentence sketch) and kept in a
-  bounded LRU of ``signature_cache`` entries; they are a pure function of the text, so every
-  worker computes the same bytes.
+* Result-set signatures of stored ids (``POST /v1/dedup``) are computed from the stored text
+  on first use (:func:`stored_sketch`; a stored signature of the same scheme is used as it
+  is) and kept in a bounded cache of ``signature_cache`` entries per scheme; they are a pure
+  function of the text, so every worker computes the same bytes.
 * The origin engine is a stream over the store's ingest log (``Store.log_since``): before
   each origin query it catches up with every article added since, in log order, by any
   process.  Every worker therefore holds the same table after the same log prefix, and a
@@ -41,7 +42,7 @@ from neardup.service.settings import ServiceSettings
 from neardup.similarity import align_passages
 from neardup.sketch import Signature, sign
 
-__all__ = ["Backend", "LibraryBackend", "open_backend", "plain"]
+__all__ = ["Backend", "LibraryBackend", "open_backend", "plain", "stored_sketch"]
 
 log = logging.getLogger("neardup.service")
 
@@ -79,11 +80,14 @@ class Backend(Protocol):
 
     def similar(self, doc_id: str, limit: int) -> list[dict[str, Any]]: ...
 
-    def dedup(self, items: Sequence[tuple[str | None, str | None]], threshold: float) -> list[int]:
-        """``items``: (stored id, None) or (None, text), in ranking order."""
+    def dedup(
+        self, items: Sequence[tuple[str | None, str | None]], threshold: float | None
+    ) -> list[int]:
+        """``items``: (stored id, None) or (None, text), in ranking order; ``threshold``:
+        ``None`` for the near-duplicate rule, else seed 000's sentence sketch at it."""
         ...
 
-    def dedup_cached(self, ids: Sequence[str], threshold: float) -> list[int] | None:
+    def dedup_cached(self, ids: Sequence[str], threshold: float | None) -> list[int] | None:
         """:meth:`dedup` of stored ids from signatures already in memory, without touching
         the store (safe on any thread); ``None`` when some id's signature is not held."""
         ...
@@ -110,8 +114,23 @@ def _iso_from_us(value: int | None) -> str | None:
     return plain(moment)  # type: ignore[no-any-return]
 
 
+def stored_sketch(row: Any, scheme: str) -> Signature:
+    """The result-set signature of a stored article (``scheme``: ``"coverage"`` or
+    ``"sentences"``): its stored signature when it is of that scheme, else signed from its
+    stored text.  The one place a stored article becomes a result-set signature."""
+    try:
+        stored = Signature.from_bytes(row.signature)
+        if stored.scheme == scheme:
+            return stored
+    except InputError:
+        pass
+    if row.text is None:
+        raise NotFoundError(f"stored article {row.id!r} has no text to sign")
+    return sign(row.text, scheme)
+
+
 class SignatureCache:
-    """Sentence signatures of stored articles by id, bounded to ``capacity`` entries.
+    """Result-set signatures of stored articles by id, bounded to ``capacity`` entries.
 
     Eviction is first-in first-out (a plain dict in insertion order): a lookup is one dict
     access, with no bookkeeping on the hot path of ``POST /v1/dedup``.  An evicted signature
@@ -149,7 +168,9 @@ class LibraryBackend:
         self.settings = settings
         self.index = NewsIndex(store=settings.store)
         self.store = self.index.stream.store
-        self._signatures = SignatureCache(settings.signature_cache)
+        self._signatures = {
+            scheme: SignatureCache(settings.signature_cache) for scheme in ("coverage", "sentences")
+        }
         self._origin: StoreFollower | None = None
 
     # --- documents -------------------------------------------------------------------------
@@ -227,10 +248,11 @@ class LibraryBackend:
         return [plain(m) for m in found]
 
     # --- result sets (seed 000) -------------------------------------------------------------
-    def _stored_signatures(self, ids: Sequence[str]) -> list[Any]:
-        """The sentence signature of each stored id, in order (``NotFoundError`` naming the
+    def _stored_signatures(self, ids: Sequence[str], scheme: str) -> list[Any]:
+        """The ``scheme`` signature of each stored id, in order (``NotFoundError`` naming the
         unknown ones)."""
-        found = self._signatures.lookup(ids)
+        cache = self._signatures[scheme]
+        found = cache.lookup(ids)
         missing = [doc_id for doc_id, sig in zip(ids, found, strict=True) if sig is None]
         if not missing:
             return found
@@ -242,36 +264,35 @@ class LibraryBackend:
             raise NotFoundError(f"no stored article with id {shown}{more}")
         fresh: dict[str, Any] = {}
         for doc_id, row in rows.items():
-            sig = None
-            try:
-                stored = Signature.from_bytes(row.signature)
-                if stored.scheme == "sentences":
-                    sig = stored
-            except InputError:
-                sig = None
-            if sig is None:
-                if row.text is None:
-                    raise NotFoundError(f"stored article {doc_id!r} has no text to sign")
-                sig = sign(row.text, "sentences")
-            self._signatures.put(doc_id, sig)
-            fresh[doc_id] = sig
+            fresh[doc_id] = stored_sketch(row, scheme)
+            cache.put(doc_id, fresh[doc_id])
         return [sig if sig is not None else fresh[i] for i, sig in zip(ids, found, strict=True)]
 
-    def dedup_cached(self, ids: Sequence[str], threshold: float) -> list[int] | None:
-        signatures = self._signatures.lookup(ids)
+    def dedup_cached(self, ids: Sequence[str], threshold: float | None) -> list[int] | None:
+        """:meth:`dedup` of stored ids answered from signatures in memory only (``None``:
+        one is not cached)."""
+        scheme = "coverage" if threshold is None else "sentences"
+        signatures = self._signatures[scheme].lookup(ids)
         if any(sig is None for sig in signatures):
             return None
+        if threshold is None:
+            return dedup_result_set(signatures)
         return dedup_result_set(signatures, threshold)
 
-    def dedup(self, items: Sequence[tuple[str | None, str | None]], threshold: float) -> list[int]:
+    def dedup(
+        self, items: Sequence[tuple[str | None, str | None]], threshold: float | None
+    ) -> list[int]:
+        scheme = "coverage" if threshold is None else "sentences"
         if all(text is None for _, text in items):
-            signatures = self._stored_signatures([doc_id or "" for doc_id, _ in items])
+            signatures = self._stored_signatures([doc_id or "" for doc_id, _ in items], scheme)
         else:
             ids = [doc_id or "" for doc_id, text in items if text is None]
-            stored = iter(self._stored_signatures(ids))
+            stored = iter(self._stored_signatures(ids, scheme))
             signatures = [
-                sign(text, "sentences") if text is not None else next(stored) for _, text in items
+                sign(text, scheme) if text is not None else next(stored) for _, text in items
             ]
+        if threshold is None:
+            return dedup_result_set(signatures)
         return dedup_result_set(signatures, threshold)
 
     # --- events (seed 003) ------------------------------------------------------------------
@@ -373,8 +394,8 @@ class LibraryBackend:
             "documents": ("Articles in the store.", float(self.store.count())),
             "events": ("Breaking events in the store.", float(len(self.store.events(None, None)))),
             "signature_cache_entries": (
-                "Sentence signatures of stored ids held in memory.",
-                float(len(self._signatures)),
+                "Result-set signatures of stored ids held in memory.",
+                float(sum(len(c) for c in self._signatures.values())),
             ),
         }
         sizes["index_entries"] = (

@@ -46,8 +46,8 @@ class ServiceSettings(Config):
     (413 above), ``max_batch`` articles per ``POST /v1/documents``, ``max_result_set`` items
     per ``POST /v1/dedup`` (1,000) and ``max_dedup_chars`` characters of text to sign in one
     (413 above; ~1 s of signing), ``max_similar`` results per similar query.
-    ``dedup_threshold``: default similarity threshold of ``POST /v1/dedup`` (seed 000's 0.5).
-    ``signature_cache``: stored sentence signatures kept decoded in memory (LRU entries).
+    ``signature_cache``: stored result-set signatures kept decoded in memory (LRU entries per
+    scheme).
     ``origin_memory_bytes``: the origin detector's fixed table (seed 004); 32 MiB holds every
     selected shingle of all of Reuters-21578, and a pasted-text query copies it once.
     """
@@ -69,7 +69,6 @@ class ServiceSettings(Config):
     max_result_set: int = 1000
     max_dedup_chars: int = 4_000_000
     max_similar: int = 100
-    dedup_threshold: float = 0.5
     signature_cache: int = 1_000_000
     origin_memory_bytes: int = 32 * 1024 * 1024
     log_level: str = "warning"
@@ -94,7 +93,6 @@ class ServiceSettings(Config):
         check_int("max_batch", self.max_batch, low=1, high=100_000)
         check_int("max_result_set", self.max_result_set, low=1, high=100_000)
         check_int("max_similar", self.max_similar, low=1, high=10_000)
-        check_range("dedup_threshold", self.dedup_threshold, low=0.0, high=1.0, low_open=True)
         check_int("signature_cache", self.signature_cache, low=0, high=1 << 30)
         check_int("origin_memory_bytes", self.origin_memory_bytes, low=1 << 16, high=1 << 40)
         if self.log_level not in ("critical", "error", "warning", "info", "debug", "trace"):

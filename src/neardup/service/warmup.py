@@ -81,6 +81,7 @@ def _warm_stream() -> None:
         plain(scratch.similar("w0", 10))
         plain(scratch.events())
     dedup_result_set([sign(t, "sentences") for t in texts], 0.5)
+    dedup_result_set([sign(t) for t in texts])  # the default: the rule's coverage sketch
     _warm_rule(texts)
 
 

@@ -1,7 +1,11 @@
 """Signatures: one module per scheme, all returning :class:`~neardup.sketch.base.Signature`.
 
 :func:`sign` is the single entry point; ``SCHEMES`` maps a scheme name to its config class
-and signing function, so adding a scheme is one line here.
+and signing function, so adding a scheme is one line here.  A scheme that reads what a
+higher layer computes (the ``"coverage"`` sketch reads the near-duplicate rule's text
+profile) registers itself with :func:`register_scheme` from its own module,
+:mod:`neardup.rule.coverage`, which ``neardup.sign`` loads; its sketch arithmetic stays
+here (:mod:`neardup.sketch.coverage`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ __all__ = [
     "estimate_jaccard",
     "hamming_distance",
     "make_config",
+    "register_scheme",
     "require_same_scheme",
     "sign",
 ]
@@ -59,6 +64,30 @@ SCHEMES: dict[str, Scheme] = {
 }
 
 
+#: The scheme :func:`sign` uses when none is named: the result-set sketch of the rule.
+DEFAULT_SCHEME = "coverage"
+#: Where the schemes defined above this layer register themselves.
+REGISTERED_BY = {"coverage": "neardup.rule.coverage"}
+
+
+def register_scheme(name: str, scheme: Scheme) -> None:
+    """Make ``scheme`` available to :func:`sign` as ``name`` (idempotent for one scheme)."""
+    known = SCHEMES.get(name)
+    if known is not None and known != scheme:
+        raise ConfigError(f"scheme {name!r} is already registered")
+    SCHEMES[name] = scheme
+
+
+def _unknown(scheme: object) -> ConfigError:
+    if isinstance(scheme, str) and scheme in REGISTERED_BY:
+        return ConfigError(
+            f"scheme {scheme!r} is defined by {REGISTERED_BY[scheme]}: import it (or use "
+            "neardup.sign, which does)"
+        )
+    known = ", ".join(sorted({*SCHEMES, *REGISTERED_BY}))
+    return ConfigError(f"unknown scheme {scheme!r}; choose one of {known}")
+
+
 @lru_cache(maxsize=256)
 def _cached_config(scheme: str, items: tuple[tuple[str, Any], ...]) -> Config:
     return SCHEMES[scheme].config_class(**dict(items))
@@ -67,7 +96,7 @@ def _cached_config(scheme: str, items: tuple[tuple[str, Any], ...]) -> Config:
 def make_config(scheme: str, **params: Any) -> Config:
     """The validated config of ``scheme`` with ``params`` (cached for hashable params)."""
     if scheme not in SCHEMES:
-        raise ConfigError(f"unknown scheme {scheme!r}; choose one of {', '.join(sorted(SCHEMES))}")
+        raise _unknown(scheme)
     items = tuple(sorted(params.items()))
     try:
         return _cached_config(scheme, items)
@@ -79,10 +108,13 @@ def make_config(scheme: str, **params: Any) -> Config:
         raise
 
 
-def sign(text: str, scheme: str = "sentences", /, **params: Any) -> Signature:
+def sign(text: str, scheme: str = DEFAULT_SCHEME, /, **params: Any) -> Signature:
     """Sign ``text`` with ``scheme`` and its parameters.
 
-    Schemes: ``"sentences"`` (seed 000 sentence sketch), ``"shingles"`` (exact word
+    Schemes: ``"coverage"`` (the default: the result-set sketch that estimates the
+    near-duplicate rule's coverages, ``sample_size``, ``max_word_count``, ``rule``; see
+    :mod:`neardup.rule.coverage`), ``"sentences"`` (seed 000 sentence sketch, ``k``),
+    ``"shingles"`` (exact word
     w-shingle set, ``width``), ``"spotsigs"`` (exact SpotSigs set), ``"minhash"``
     (``num_perm`` values, ``method``, ``width``), ``"simhash"`` (``bits``, ``idf`` table).
 
@@ -94,7 +126,7 @@ def sign(text: str, scheme: str = "sentences", /, **params: Any) -> Signature:
     if "scheme" in params:
         scheme = params.pop("scheme")
     if not isinstance(scheme, str) or scheme not in SCHEMES:
-        raise ConfigError(f"unknown scheme {scheme!r}; choose one of {', '.join(sorted(SCHEMES))}")
+        raise _unknown(scheme)
     config = params.pop("config", None)
     if config is None:
         config = make_config(scheme, **params)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import xxhash
 
 from neardup.errors import SchemeMismatchError, SignatureFormatError
 
@@ -44,11 +45,12 @@ class Signature:
     is kept as it is (the schemes hand over fresh arrays, and this saves a copy per signature).
     """
 
-    __slots__ = ("_bytes", "scheme_id", "values")
+    __slots__ = ("_bytes", "_digest", "scheme_id", "values")
 
     scheme_id: str
     values: npt.NDArray[np.unsignedinteger[Any]]
     _bytes: bytes | None
+    _digest: bytes | None
 
     def __init__(self, scheme_id: str, values: npt.ArrayLike) -> None:
         arr = np.asarray(values)
@@ -66,6 +68,7 @@ class Signature:
         object.__setattr__(self, "scheme_id", scheme_id)
         object.__setattr__(self, "values", arr)
         object.__setattr__(self, "_bytes", None)
+        object.__setattr__(self, "_digest", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Signature is immutable")
@@ -101,6 +104,15 @@ class Signature:
                 + self.values.tobytes()
             )
             object.__setattr__(self, "_bytes", cached)
+        return cached
+
+    def digest(self) -> bytes:
+        """The 128-bit xxh3 digest of :meth:`to_bytes` (cached): a deterministic key of the
+        signature, scheme id included, for caches keyed by sets of signatures."""
+        cached: bytes | None = self._digest
+        if cached is None:
+            cached = xxhash.xxh3_128_digest(self.to_bytes())
+            object.__setattr__(self, "_digest", cached)
         return cached
 
     @classmethod
