@@ -49,25 +49,25 @@ def test_dedup_command_writes_rows_kept_and_summary(tmp_path: Path, capsys) -> N
     out = tmp_path / "out.jsonl"
     kept = tmp_path / "kept.jsonl"
     argv = ["dedup", str(src), "-o", str(out), "--write-kept", str(kept), *FIELDS]
-    assert _exit_code([*argv, "--threshold", "0.6"]) == 0
+    assert _exit_code(argv) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows == [
         {"id": "a", "cluster": "b", "duplicate_of": "b", "score": rows[0]["score"]},
         {"id": "b", "cluster": "b", "duplicate_of": None, "score": None},
         {"id": "c", "cluster": "c", "duplicate_of": None, "score": None},
     ]
-    assert 0.6 <= rows[0]["score"] < 1.0
+    assert 0.5 <= rows[0]["score"] <= 1.0  # the rule's score of a duplicate
     kept_rows = [json.loads(line) for line in kept.read_text().splitlines()]
     assert [r["doc"] for r in kept_rows] == ["b", "c"]
     check_complete(out)
     check_complete(kept)
     err = capsys.readouterr().err
-    for word in ("documents: 3", "clusters: 2", "removed: 1", "time:"):
+    for word in ("documents: 3", "clusters: 2", "removed: 1", "duplicate 1", "time:"):
         assert word in err
     # --driver-reads (the driver parses instead of the range readers): the same rows.
     again = tmp_path / "again.jsonl"
     argv = ["dedup", str(src), "-o", str(again), "--driver-reads", "-q", *FIELDS]
-    assert _exit_code([*argv, "--threshold", "0.6"]) == 0
+    assert _exit_code(argv) == 0
     assert again.read_bytes() == out.read_bytes()
 
 
@@ -75,7 +75,7 @@ def test_keep_first_and_quiet(tmp_path: Path, capsys) -> None:
     src = _corpus(tmp_path)
     out = tmp_path / "out.jsonl"
     code = _exit_code(
-        ["dedup", str(src), "-o", str(out), "--keep", "first", "--threshold", "0.6", "-q", *FIELDS]
+        ["dedup", str(src), "-o", str(out), "--keep", "first", "-q", *FIELDS]
     )
     assert code == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -86,12 +86,13 @@ def test_keep_first_and_quiet(tmp_path: Path, capsys) -> None:
 def test_pairs_command(tmp_path: Path) -> None:
     src = _corpus(tmp_path)
     out = tmp_path / "pairs.jsonl"
-    argv = ["pairs", str(src), "-o", str(out), "--min-score", "0.5", "-q", *FIELDS]
-    assert _exit_code([*argv, "--duplicate-score", "0.95"]) == 0
+    argv = ["pairs", str(src), "-o", str(out), "-q", *FIELDS]
+    assert _exit_code(argv) == 0
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert (row["id_a"], row["id_b"]) == ("a", "b")
-    assert row["relation"] == "partial"  # a is wholly contained in b
-    assert row["containment"] == 1.0
+    assert row["relation"] == "duplicate"  # a is wholly in b, which adds one sentence
+    assert row["features"]["coverage_a"] == 1.0
+    assert set(row) == {"id_a", "id_b", "relation", "score", "features"}
 
 
 def test_against_option(tmp_path: Path) -> None:
@@ -100,7 +101,7 @@ def test_against_option(tmp_path: Path) -> None:
     old.write_text(json.dumps({"doc": "old-c", "body": OTHER}) + "\n")
     out = tmp_path / "out.jsonl"
     argv = ["dedup", str(src), "-o", str(out), "--against", str(old), "-q", *FIELDS]
-    assert _exit_code([*argv, "--threshold", "0.6"]) == 0
+    assert _exit_code(argv) == 0
     rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert set(rows) == {"a", "b", "c"}
     assert rows["c"]["duplicate_of"] == "old-c"
@@ -138,9 +139,10 @@ def test_non_utf8_and_duplicate_ids(tmp_path: Path, capsys) -> None:
 @pytest.mark.parametrize(
     ("args", "code"),
     [
-        (["--threshold", "1.5"], 2),
-        (["--threshold", "0"], 2),
-        (["--method", "nope"], 2),
+        (["--lsh-threshold", "1.5"], 2),
+        (["--lsh-threshold", "0"], 2),
+        (["--candidates", "nope"], 2),
+        (["--candidates", ""], 2),
         (["--keep", "random"], 2),
         (["--num-perm", "1"], 2),
         (["--workers", "abc"], 2),

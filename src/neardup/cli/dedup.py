@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from neardup.batch.engine import DedupSummary, dedup, find_pairs
-from neardup.batch.tasks import KEEP_POLICIES, METHODS, VERIFY_MODES, DedupConfig
+from neardup.batch.tasks import CANDIDATE_SOURCES, KEEP_POLICIES, DedupConfig
 from neardup.records import FieldNames
 
 __all__ = ["dedup_command", "pairs_command"]
@@ -22,24 +22,22 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "-o", "--output", required=True, type=click.Path(dir_okay=False), help="JSONL output."
         ),
         click.option(
-            "--method",
-            type=click.Choice(METHODS),
-            default="minhash",
+            "--candidates",
+            default=",".join(CANDIDATE_SOURCES),
             show_default=True,
-            help="Signature that makes candidate pairs.",
+            help="Sources of candidate pairs, comma-separated: lsh (whole texts alike), "
+            "passages (a shared passage: excerpts, truncated reprints).",
         ),
         click.option(
-            "--verify",
-            type=click.Choice(VERIFY_MODES),
-            default="jaccard",
+            "--lsh-threshold",
+            type=float,
+            default=0.5,
             show_default=True,
-            help="Exact check of candidates: shingle Jaccard, longest common substring, none.",
+            help="Jaccard the LSH bands are tuned for (candidates only: the rule decides).",
         ),
         click.option("--num-perm", type=int, default=128, show_default=True),
-        click.option("--width", type=int, default=4, show_default=True, help="Shingle width."),
-        click.option("--bands", type=int, default=None, help="LSH bands (default: from T)."),
         click.option(
-            "--max-distance", type=int, default=3, show_default=True, help="SimHash bits."
+            "--bands", type=int, default=None, help="LSH bands (default: from --lsh-threshold)."
         ),
         click.option("--partition-size", type=int, default=5000, show_default=True),
         click.option("--scheduler", default=None, help="Dask scheduler address (default: local)."),
@@ -88,26 +86,27 @@ def _fields(opts: dict[str, Any]) -> FieldNames:
 
 
 def _config(opts: dict[str, Any], **extra: Any) -> DedupConfig:
+    sources = tuple(s.strip() for s in opts["candidates"].split(",") if s.strip())
     return DedupConfig(
-        method=opts["method"],
-        verify=opts["verify"],
+        candidates=sources,
+        lsh_threshold=opts["lsh_threshold"],
         num_perm=opts["num_perm"],
-        width=opts["width"],
         bands=opts["bands"],
-        max_distance=opts["max_distance"],
         partition_size=opts["partition_size"],
         **extra,
     )
 
 
-def _print_summary(summary: DedupSummary, what: str) -> None:
+def _print_summary(summary: DedupSummary) -> None:
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in summary.stage_seconds.items())
+    verdicts = ", ".join(f"{n} {c}" for n, c in summary.verdicts.items())
     lines = [
         f"documents: {summary.documents}"
         + (f" (+{summary.existing_documents} existing)" if summary.existing_documents else ""),
         f"clusters: {summary.clusters}",
         f"removed: {summary.removed}",
-        f"{what}: {summary.verified_pairs} of {summary.candidate_pairs} candidate pairs verified",
+        f"candidate pairs: {summary.candidate_pairs} ({summary.profiled_documents} documents "
+        f"profiled); verdicts: {verdicts or 'none'}",
         f"empty texts: {summary.empty}; skipped invalid: {summary.invalid}; "
         f"skipped duplicate ids: {summary.duplicate_ids}",
         f"time: {summary.seconds:.1f}s ({stages})",
@@ -135,18 +134,11 @@ def _run(kind: str, opts: dict[str, Any], config: DedupConfig, write_kept: str |
     else:
         summary = find_pairs(opts["input"], opts["output"], config, **common)
     if not opts["quiet"]:
-        _print_summary(summary, "pairs" if kind == "pairs" else "duplicates")
+        _print_summary(summary)
 
 
 @click.command("dedup")
 @_common_options
-@click.option(
-    "--threshold",
-    type=float,
-    default=0.5,
-    show_default=True,
-    help="Minimum similarity for a duplicate (of the --verify score).",
-)
 @click.option(
     "--keep",
     type=click.Choice(KEEP_POLICIES),
@@ -155,37 +147,22 @@ def _run(kind: str, opts: dict[str, Any], config: DedupConfig, write_kept: str |
     help="Which document of a cluster is kept.",
 )
 @click.option("--write-kept", type=click.Path(dir_okay=False), default=None)
-def dedup_command(threshold: float, keep: str, write_kept: str | None, **opts: Any) -> None:
+def dedup_command(keep: str, write_kept: str | None, **opts: Any) -> None:
     """Deduplicate INPUT (JSONL, .jsonl.gz, Parquet or a directory of them).
 
-    Writes one row per document to OUTPUT: {"id", "cluster", "duplicate_of", "score"}.
+    Documents the near-duplicate rule calls duplicates of each other (directly or through
+    others) form one cluster, of which one document is kept. Writes one row per document to
+    OUTPUT: {"id", "cluster", "duplicate_of", "score"}.
     """
-    _run("dedup", opts, _config(opts, threshold=threshold, keep=keep), write_kept)
+    _run("dedup", opts, _config(opts, keep=keep), write_kept)
 
 
 @click.command("pairs")
 @_common_options
-@click.option(
-    "--min-score",
-    type=float,
-    default=0.5,
-    show_default=True,
-    help="Minimum verified score of a reported pair.",
-)
-@click.option("--duplicate-score", type=float, default=0.8, show_default=True)
-@click.option("--partial-containment", type=float, default=0.8, show_default=True)
-def pairs_command(
-    min_score: float, duplicate_score: float, partial_containment: float, **opts: Any
-) -> None:
-    """Write every candidate pair of INPUT that passed verification, with its scores.
+def pairs_command(**opts: Any) -> None:
+    """Write every pair of INPUT the near-duplicate rule relates, with its verdict.
 
-    Rows: {"id_a", "id_b", "estimated", "jaccard", "containment", "lcs", "relation"};
-    relation is duplicate, partial (the shorter mostly contained in the longer) or similar.
+    Rows: {"id_a", "id_b", "relation", "score", "features"}; relation is duplicate (the
+    same article), partial (a passage copied) or similar (the same story, written apart).
     """
-    config = _config(
-        opts,
-        threshold=min_score,
-        duplicate_score=duplicate_score,
-        partial_containment=partial_containment,
-    )
-    _run("pairs", opts, config, None)
+    _run("pairs", opts, _config(opts), None)
