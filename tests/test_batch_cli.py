@@ -74,9 +74,7 @@ def test_dedup_command_writes_rows_kept_and_summary(tmp_path: Path, capsys) -> N
 def test_keep_first_and_quiet(tmp_path: Path, capsys) -> None:
     src = _corpus(tmp_path)
     out = tmp_path / "out.jsonl"
-    code = _exit_code(
-        ["dedup", str(src), "-o", str(out), "--keep", "first", "-q", *FIELDS]
-    )
+    code = _exit_code(["dedup", str(src), "-o", str(out), "--keep", "first", "-q", *FIELDS])
     assert code == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[1]["duplicate_of"] == "a"
@@ -144,6 +142,7 @@ def test_non_utf8_and_duplicate_ids(tmp_path: Path, capsys) -> None:
         (["--candidates", "nope"], 2),
         (["--candidates", ""], 2),
         (["--keep", "random"], 2),
+        (["--clusters", "cliques"], 2),
         (["--num-perm", "1"], 2),
         (["--workers", "abc"], 2),
     ],
@@ -170,3 +169,42 @@ def test_unreachable_scheduler_exit_74(tmp_path: Path, capsys, monkeypatch) -> N
     argv = ["dedup", str(src), "-o", str(tmp_path / "o.jsonl"), "-q", *FIELDS]
     assert _exit_code([*argv, "--scheduler", "tcp://127.0.0.1:9"]) == 74
     assert "Dask scheduler" in capsys.readouterr().err
+
+
+def test_chained_duplicates_and_clusters_option(tmp_path: Path) -> None:
+    """b (the story alone) is a duplicate of a and of c (the story with two different
+    follow-ups), but a and c share only the story: a partial copy. Centers keep c apart;
+    components join the chain."""
+    tail_a = (
+        " The finance ministry welcomed the decision in a statement, while opposition leaders "
+        "said households would pay for years of loose policy and rising debts. Exporters "
+        "warned that a stronger currency would cut their sales abroad within months, and "
+        "unions called for wage talks to begin before the summer holidays."
+    )
+    tail_c = (
+        " In the markets, government bond yields climbed to their highest level since the "
+        "spring, and the currency gained against the dollar and the euro. Banks were expected "
+        "to raise mortgage rates by the end of the week, brokers said, adding that house "
+        "prices could fall in the second half of the year."
+    )
+    rows = [
+        {"doc": "a", "body": STORY + tail_a, "when": "1987-03-01T00:00:00Z"},
+        {"doc": "b", "body": STORY, "when": "1987-03-02T00:00:00Z"},
+        {"doc": "c", "body": STORY + tail_c, "when": "1987-03-03T00:00:00Z"},
+    ]
+    src = tmp_path / "chain.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    from neardup.rule import judge
+
+    assert judge(rows[0]["body"], rows[1]["body"]).label == "duplicate"
+    assert judge(rows[1]["body"], rows[2]["body"]).label == "duplicate"
+    assert judge(rows[0]["body"], rows[2]["body"]).label == "partial"
+    out = {}
+    for how in ("centers", "components"):
+        path = tmp_path / f"{how}.jsonl"
+        argv = ["dedup", str(src), "-o", str(path), "--clusters", how, "-q", *FIELDS]
+        assert _exit_code(argv) == 0
+        lines = path.read_text().splitlines()
+        out[how] = {r["id"]: r["duplicate_of"] for r in map(json.loads, lines)}
+    assert out["components"] == {"a": None, "b": "a", "c": "a"}
+    assert out["centers"] == {"a": None, "b": "a", "c": None}

@@ -146,26 +146,42 @@ def _components(n: int, edges: list[tuple[int, int]]) -> list[int]:
     return [find(x) for x in range(n)]
 
 
-def test_dedup_clusters_are_components_of_duplicate_verdicts(planted, local_result) -> None:
+def test_dedup_clusters_follow_the_duplicate_verdicts(planted, local_result) -> None:
+    """``components``: the connected components of the duplicate verdicts; ``centers`` (the
+    default): every removed document has a duplicate verdict with the document kept for it,
+    and no two kept documents are duplicates of each other."""
     path, docs = planted
-    result = run(path, DedupConfig(partition_size=100), mode="dedup")
-    assert np.array_equal(result.pairs, local_result.pairs)
-    duplicates = [
-        (a, b)
-        for k, (a, b) in enumerate(result.pairs.tolist())
-        if result.verdicts.label(k) == "duplicate"
-    ]
-    expected = _components(len(docs), duplicates)
-    assert result.labels.tolist() == expected
-    assert result.summary.removed == len(docs) - len(set(expected)) > 50
+    n = len(docs)
+    components = run(path, DedupConfig(partition_size=100, clusters="components"))
+    centers = run(path, DedupConfig(partition_size=100))
+    assert np.array_equal(components.pairs, local_result.pairs)
+    verdict = {
+        tuple(p): local_result.verdicts.label(k) for k, p in enumerate(local_result.pairs.tolist())
+    }
+    duplicates = [p for p, label in verdict.items() if label == "duplicate"]
+    expected = _components(n, duplicates)
+    assert components.labels.tolist() == expected
+    assert components.summary.removed == n - len(set(expected)) > 50
+    kept = centers.kept_of.tolist()
+    for d in range(n):
+        if kept[d] != d:
+            assert verdict[tuple(sorted((d, kept[d])))] == "duplicate"
+            assert kept[kept[d]] == kept[d]
+            score = judge(docs[d]["text"], docs[kept[d]]["text"]).score
+            assert centers.score[d] == score
+    centers_kept = {k for k in kept}
+    assert not any(a in centers_kept and b in centers_kept for a, b in duplicates)
+    assert 0 < centers.summary.removed <= components.summary.removed
     # The kept document of a cluster is its earliest: never a 1988 copy when its original
     # (1987) is in the cluster.
-    for d, doc in enumerate(docs):
-        kept = docs[int(result.kept_of[d])]
-        if doc["id"].startswith(("copy", "cut")):
-            original = doc["id"].split("-", 1)[1]
-            if expected[d] == expected[next(i for i, x in enumerate(docs) if x["id"] == original)]:
-                assert not kept["id"].startswith(("copy", "cut"))
+    index = {d["id"]: i for i, d in enumerate(docs)}
+    for result in (components, centers):
+        labels = result.labels.tolist()
+        for d, doc in enumerate(docs):
+            if doc["id"].startswith(("copy", "cut")):
+                original = index[doc["id"].split("-", 1)[1]]
+                if labels[d] == labels[original]:
+                    assert not docs[int(result.kept_of[d])]["id"].startswith(("copy", "cut"))
 
 
 def _longest_shared_run(a: np.ndarray, b: np.ndarray) -> int:

@@ -18,8 +18,9 @@ near-duplicate rule of :mod:`neardup.rule` as the verification):
 4. **Verify**: every candidate pair is judged by the rule, in parallel chunks
    (:mod:`neardup.batch.verify`): ``duplicate``, ``partial``, ``similar`` or
    ``unrelated``, with the rule's score and features.
-5. **Merge**: union-find over the ``duplicate`` verdicts (:mod:`neardup.batch.unionfind`);
-   the kept document of each cluster follows ``keep``.
+5. **Cluster**: the ``duplicate`` verdicts make the clusters (:mod:`neardup.batch.unionfind`):
+   by default greedy centers (every removed document is a duplicate of the document kept
+   for it, preferred by ``keep``), or connected components (``clusters="components"``).
 
 Determinism: partitions depend only on the input (byte ranges or document counts), every
 task is a pure function of its inputs, pairs are de-duplicated and sorted, and union-find
@@ -71,7 +72,7 @@ from neardup.batch.io import (
 )
 from neardup.batch.ranges import ByteRange, ParsedRange, parse_range, plan_ranges, splittable
 from neardup.batch.tasks import DedupConfig, SignedPartition, candidate_pairs, sign_partition
-from neardup.batch.unionfind import component_labels
+from neardup.batch.unionfind import center_labels, component_labels
 from neardup.batch.verify import DUPLICATE, UNRELATED, PairVerdicts, ProfileRows, profile_rows
 from neardup.batch.verify import verify_pairs as judge_pairs
 from neardup.config import canonical_json
@@ -897,20 +898,28 @@ def _verify_stage(
     return PairVerdicts.concat(results)
 
 
-def _choose_kept(labels: I64, meta: _Meta, existing: npt.NDArray[np.bool_], keep: str) -> I64:
-    """For every document, the ordinal of its cluster's kept document."""
-    n = labels.shape[0]
+def _keep_rank(meta: _Meta, existing: npt.NDArray[np.bool_], keep: str) -> I64:
+    """Every document's rank in the order of preference of the kept document (0: kept
+    first): existing documents (``--against``) first, then by ``keep``, then input order."""
+    n = existing.shape[0]
     ordinal = np.arange(n, dtype=np.int64)
-    dates = np.asarray(meta.dates, dtype=np.int64)
-    lengths = np.asarray(meta.lengths, dtype=np.int64)
-    # lexsort: the last key is primary.  Existing documents always win (--against).
+    # lexsort: the last key is primary.
     if keep == "earliest":
-        keys: tuple[np.ndarray, ...] = (ordinal, dates, ~existing, labels)
+        keys: tuple[np.ndarray, ...] = (ordinal, np.asarray(meta.dates, dtype=np.int64))
     elif keep == "longest":
-        keys = (ordinal, -lengths, ~existing, labels)
+        keys = (ordinal, -np.asarray(meta.lengths, dtype=np.int64))
     else:
-        keys = (ordinal, ~existing, labels)
-    order = np.lexsort(keys)
+        keys = (ordinal,)
+    order = np.lexsort((*keys, ~existing))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = ordinal
+    return rank
+
+
+def _choose_kept(labels: I64, rank: I64) -> I64:
+    """For every document, the ordinal of its cluster's kept document (the best ranked)."""
+    n = labels.shape[0]
+    order = np.lexsort((rank, labels))
     first = np.ones(n, dtype=bool)
     first[1:] = labels[order][1:] != labels[order][:-1]
     kept_of_label = np.empty(n, dtype=np.int64)
@@ -919,13 +928,30 @@ def _choose_kept(labels: I64, meta: _Meta, existing: npt.NDArray[np.bool_], keep
     return result
 
 
-def _best_scores(n: int, pairs: I64, verdicts: PairVerdicts) -> F64:
-    """Per document, the highest rule score of its ``duplicate`` verdicts (NaN: none)."""
-    best = np.full(n, -np.inf)
+def _clusters(
+    n: int, pairs: I64, verdicts: PairVerdicts, rank: I64, existing: npt.NDArray[np.bool_], how: str
+) -> tuple[I64, I64, F64]:
+    """``(labels, kept_of, score)`` of every document from the duplicate verdicts:
+    ``score`` is the rule's score of the verdict that removes it (NaN for kept documents)."""
     ok = verdicts.labels == DUPLICATE
-    np.maximum.at(best, pairs[ok, 0], verdicts.scores[ok])
-    np.maximum.at(best, pairs[ok, 1], verdicts.scores[ok])
-    return np.where(np.isfinite(best), best, np.nan)
+    left, right, scores = pairs[ok, 0], pairs[ok, 1], verdicts.scores[ok]
+    best = np.full(n, -np.inf)
+    if how == "components":
+        labels = component_labels(n, left, right)
+        kept_of = _choose_kept(labels, rank)
+        # The highest score of its duplicate verdicts.
+        np.maximum.at(best, left, scores)
+        np.maximum.at(best, right, scores)
+    else:
+        kept_of = center_labels(rank, left, right, pinned=existing)
+        labels = kept_of
+        # The score of its duplicate verdict with its kept document.
+        joins_left = kept_of[left] == right
+        joins_right = kept_of[right] == left
+        best[left[joins_left]] = scores[joins_left]
+        best[right[joins_right]] = scores[joins_right]
+    best[kept_of == np.arange(n)] = -np.inf
+    return labels, kept_of, np.where(np.isfinite(best), best, np.nan)
 
 
 def _make_client(
@@ -1052,10 +1078,8 @@ def run(
     t0 = time.perf_counter()
     n = len(meta.ids)
     existing = np.asarray(meta.existing, dtype=bool)
-    ok = verdicts.labels == DUPLICATE
-    labels = component_labels(n, pairs[ok, 0], pairs[ok, 1])
-    kept_of = _choose_kept(labels, meta, existing, cfg.keep)
-    best = _best_scores(n, pairs, verdicts)
+    rank = _keep_rank(meta, existing, cfg.keep)
+    labels, kept_of, best = _clusters(n, pairs, verdicts, rank, existing, cfg.clusters)
     summary.stage_seconds["merge"] = time.perf_counter() - t0
 
     lengths = np.concatenate(parts) if parts else np.empty(0, np.int64)

@@ -25,6 +25,7 @@ from neardup.sketch.minhash import MinHashConfig
 
 __all__ = [
     "CANDIDATE_SOURCES",
+    "CLUSTERINGS",
     "KEEP_POLICIES",
     "DedupConfig",
     "SignedPartition",
@@ -37,6 +38,7 @@ I64 = npt.NDArray[np.int64]
 
 CANDIDATE_SOURCES = ("lsh", "passages")
 KEEP_POLICIES = ("earliest", "first", "longest")
+CLUSTERINGS = ("centers", "components")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +61,10 @@ class DedupConfig(Config):
       ``lsh_threshold``);
     * ``max_bucket``: a document sharing a key with more than ``max_bucket`` others is paired
       with the next ``max_bucket`` of them only (bounds the pairs of boilerplate keys);
+    * ``clusters``: how duplicate verdicts make clusters: ``"centers"`` (every removed
+      document is a duplicate of the document kept for it; documents taken in ``keep``
+      order) or ``"components"`` (connected components: a chain of duplicates is one
+      cluster, even when its ends are not duplicates of each other);
     * ``keep``: which document of a cluster is kept; ``partition_size``: documents per task.
     """
 
@@ -66,6 +72,7 @@ class DedupConfig(Config):
 
     candidates: tuple[str, ...] = CANDIDATE_SOURCES
     lsh_threshold: float = 0.5
+    clusters: str = "centers"
     keep: str = "earliest"
     num_perm: int = 128
     bands: int | None = None
@@ -83,6 +90,7 @@ class DedupConfig(Config):
             check_choice("candidates", source, CANDIDATE_SOURCES)
         if len(set(self.candidates)) != len(self.candidates):
             raise ConfigError(f"candidates lists a source twice: {self.candidates!r}")
+        check_choice("clusters", self.clusters, CLUSTERINGS)
         check_choice("keep", self.keep, KEEP_POLICIES)
         check_range(
             "lsh_threshold", self.lsh_threshold, low=0.0, high=1.0, low_open=True, high_open=True

@@ -6,8 +6,9 @@ one rule (:mod:`neardup.rule`): the profiles of the documents in candidate pairs
 array plus ``offsets``, row ``d`` being ``flat[offsets[d]:offsets[d + 1]]``); the pair
 features are computed for a whole chunk of pairs in one compiled loop that calls the rule's
 own feature kernels (:mod:`neardup.rule._kernels`: each text's coverage by the other and
-longest shared passage, the shared shingles, the content-word dot product), and each pair's
-verdict is :func:`neardup.rule.decide` of its :class:`~neardup.rule.Features`.  The kernel
+longest shared passage, the shared shingles, the content-word dot product), and the verdicts
+are the rule's clauses applied to those features for the whole chunk at once
+(:func:`decide_arrays`, property-tested equal to :func:`neardup.rule.decide`).  The kernel
 computes features, never verdicts.
 
 Guarantees: every verdict, score and feature equals :func:`neardup.rule.judge` of the two
@@ -17,14 +18,13 @@ texts (tested pair by pair); deterministic.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-from neardup.rule import VERDICTS, Features, RuleConfig, decide, profile
+from neardup.rule import VERDICTS, Features, RuleConfig, profile
 from neardup.rule._kernels import direction, merge_count_sorted, weighted_dot
 from neardup.rule.features import Direction
 
@@ -33,6 +33,7 @@ __all__ = [
     "UNRELATED",
     "PairVerdicts",
     "ProfileRows",
+    "decide_arrays",
     "profile_rows",
     "verify_pairs",
 ]
@@ -236,6 +237,58 @@ def _features(row: list[int], cosine: float) -> Features:
     return Features(a, b, shared, shared / union if union else 1.0, cosine)
 
 
+def _coverage(found_prose: I64, prose: I64, found_tokens: I64, tokens: I64) -> F64:
+    """:attr:`neardup.rule.features.Direction.coverage` of arrays (the same divisions)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        of_prose = found_prose / prose
+        of_tokens = np.where(tokens > 0, found_tokens / np.maximum(tokens, 1), 0.0)
+    out: F64 = np.where(prose > 0, of_prose, of_tokens)
+    return out
+
+
+def _cosines(dots: I64, norm2: I64, left: I64, right: I64) -> F64:
+    """The rule's content-word cosine of each pair: ``min(1, dot / sqrt(|a|^2 |b|^2))`` with
+    the product of the squared norms an exact integer before its one rounding to a float,
+    as :func:`neardup.rule.pair_features` computes it (int64 when the product fits in the
+    53 bits a float holds exactly; Python integers otherwise)."""
+    a = norm2[left]
+    b = norm2[right]
+    small = (a < (1 << 26)) & (b < (1 << 26))
+    norms2 = np.empty(left.shape[0], dtype=np.float64)
+    norms2[small] = (a[small] * b[small]).astype(np.float64)
+    for k in np.flatnonzero(~small).tolist():
+        norms2[k] = float(int(a[k]) * int(b[k]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cos = np.minimum(1.0, dots / np.sqrt(norms2))
+    out: F64 = np.where(norms2 > 0, cos, 0.0)
+    return out
+
+
+def decide_arrays(
+    coverage_a: F64, coverage_b: F64, passage: I64, cosine: F64, rule: RuleConfig
+) -> tuple[npt.NDArray[np.int8], F64]:
+    """:func:`neardup.rule.decide` of many pairs at once: ``(labels, scores)``, labels as
+    indexes into :data:`neardup.rule.VERDICTS`.
+
+    The rule's clauses (:func:`neardup.rule.clauses_of`) and order (:func:`neardup.rule.
+    label_of`) on arrays, for the millions of candidate pairs of a corpus, where one Python
+    call per pair would cost more than computing its features; property-tested equal to
+    ``decide`` on every element (tests/test_batch_verify.py).
+    """
+    high = np.maximum(coverage_a, coverage_b)
+    low = np.minimum(coverage_a, coverage_b)
+    duplicate = (high >= rule.duplicate_min_coverage) & (low >= rule.duplicate_min_coverage_other)
+    partial = ~duplicate & (passage.astype(np.float64) >= float(rule.partial_min_passage))
+    similar = ~duplicate & ~partial & (cosine >= rule.similar_min_cosine)
+    labels = np.full(coverage_a.shape[0], UNRELATED, dtype=np.int8)
+    labels[duplicate] = DUPLICATE
+    labels[partial] = VERDICTS.index("partial")
+    labels[similar] = VERDICTS.index("similar")
+    copied = duplicate | partial
+    scores: F64 = np.where(copied, (coverage_a + coverage_b) / 2, cosine)
+    return labels, scores
+
+
 def verify_pairs(pairs: I64, rows: ProfileRows, rule: RuleConfig) -> PairVerdicts:
     """The rule's verdict on each pair ``(a, b)`` of rows of ``rows`` (a before b)."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -257,20 +310,9 @@ def verify_pairs(pairs: I64, rows: ProfileRows, rule: RuleConfig) -> PairVerdict
         np.ascontiguousarray(rows.term_offsets, dtype=np.int64),
         rule.width,
     )
-    m = pairs.shape[0]
-    labels = np.empty(m, dtype=np.int8)
-    scores = np.empty(m, dtype=np.float64)
-    cosine = np.empty(m, dtype=np.float64)
-    norm2 = rows.norm2.tolist()
-    index = {name: i for i, name in enumerate(VERDICTS)}
-    for k, (row, dot, a, b) in enumerate(
-        zip(counts.tolist(), dots.tolist(), left.tolist(), right.tolist(), strict=True)
-    ):
-        # Exact integers, as the rule computes its cosine (same float on every machine).
-        norms2 = norm2[a] * norm2[b]
-        cos = min(1.0, dot / math.sqrt(norms2)) if norms2 else 0.0
-        label, score, _ = decide(_features(row, cos), rule)
-        labels[k] = index[label]
-        scores[k] = score
-        cosine[k] = cos
+    cosine = _cosines(dots, np.asarray(rows.norm2, dtype=np.int64), left, right)
+    coverage_a = _coverage(*(counts[:, c] for c in range(4)))
+    coverage_b = _coverage(*(counts[:, _DIRECTION + c] for c in range(4)))
+    passage = np.minimum(counts[:, 4], counts[:, _DIRECTION + 4])
+    labels, scores = decide_arrays(coverage_a, coverage_b, passage, cosine, rule)
     return PairVerdicts(labels, scores, counts, cosine)

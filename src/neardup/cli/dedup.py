@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from neardup.batch.engine import DedupSummary, dedup, find_pairs
-from neardup.batch.tasks import CANDIDATE_SOURCES, KEEP_POLICIES, DedupConfig
+from neardup.batch.tasks import CANDIDATE_SOURCES, CLUSTERINGS, KEEP_POLICIES, DedupConfig
 from neardup.records import FieldNames
 
 __all__ = ["dedup_command", "pairs_command"]
@@ -146,15 +146,23 @@ def _run(kind: str, opts: dict[str, Any], config: DedupConfig, write_kept: str |
     show_default=True,
     help="Which document of a cluster is kept.",
 )
+@click.option(
+    "--clusters",
+    type=click.Choice(CLUSTERINGS),
+    default="centers",
+    show_default=True,
+    help="centers: every removed document is a duplicate of the one kept for it; "
+    "components: a chain of duplicates is one cluster.",
+)
 @click.option("--write-kept", type=click.Path(dir_okay=False), default=None)
-def dedup_command(keep: str, write_kept: str | None, **opts: Any) -> None:
+def dedup_command(keep: str, clusters: str, write_kept: str | None, **opts: Any) -> None:
     """Deduplicate INPUT (JSONL, .jsonl.gz, Parquet or a directory of them).
 
-    Documents the near-duplicate rule calls duplicates of each other (directly or through
-    others) form one cluster, of which one document is kept. Writes one row per document to
-    OUTPUT: {"id", "cluster", "duplicate_of", "score"}.
+    Every candidate pair is judged by the near-duplicate rule; each document it calls a
+    duplicate of a kept document is removed. Writes one row per document to OUTPUT:
+    {"id", "cluster", "duplicate_of", "score"}.
     """
-    _run("dedup", opts, _config(opts, keep=keep), write_kept)
+    _run("dedup", opts, _config(opts, keep=keep, clusters=clusters), write_kept)
 
 
 @click.command("pairs")
