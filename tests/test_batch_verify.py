@@ -49,7 +49,7 @@ def test_verdicts_equal_judge_on_every_pair() -> None:
     rule = RuleConfig()
     rows = profile_rows(TEXTS, rule)
     pairs = np.array(list(itertools.combinations(range(len(TEXTS)), 2)), dtype=np.int64)
-    verdicts = verify_pairs(pairs, rows, rule)
+    verdicts = verify_pairs(pairs, rows, rule, features="all")
     labels = set()
     for k, (a, b) in enumerate(pairs.tolist()):
         expected = judge(TEXTS[a], TEXTS[b], rule)
@@ -91,6 +91,7 @@ def test_no_pairs_and_concat_of_nothing() -> None:
     empty = verify_pairs(np.empty((0, 2), dtype=np.int64), profile_rows([], rule), rule)
     assert empty.labels.shape == (0,)
     assert PairVerdicts.concat([]).counts.shape == (0, 12)
+    assert PairVerdicts.concat([]).kept.shape == (0,)
     assert ProfileRows.concat([]).rows == 0
 
 

@@ -73,7 +73,7 @@ from neardup.batch.io import (
 from neardup.batch.ranges import ByteRange, ParsedRange, parse_range, plan_ranges, splittable
 from neardup.batch.tasks import DedupConfig, SignedPartition, candidate_pairs, sign_partition
 from neardup.batch.unionfind import center_labels, component_labels
-from neardup.batch.verify import DUPLICATE, UNRELATED, PairVerdicts, ProfileRows, profile_rows
+from neardup.batch.verify import DUPLICATE, PairVerdicts, ProfileRows, profile_rows
 from neardup.batch.verify import verify_pairs as judge_pairs
 from neardup.config import canonical_json
 from neardup.errors import ConfigError, ConflictError, IncompleteOutputError, StoreError
@@ -309,16 +309,17 @@ class DedupResult:
     def pair_rows(self) -> Iterator[dict[str, Any]]:
         """One row per candidate pair the rule did not call ``unrelated``, sorted by (first,
         second) ordinal: ``id_a``, ``id_b``, ``relation`` (the verdict), ``score`` and
-        ``features`` (as :meth:`neardup.rule.Verdict.to_dict` gives them)."""
+        ``features`` (as :meth:`neardup.rule.Verdict.to_dict` gives them).  Only a run in
+        ``pairs`` mode keeps the features these rows need (none otherwise)."""
         v = self.verdicts
-        for k in np.flatnonzero(v.labels != UNRELATED).tolist():
+        for k, features in v.related():
             a, b = int(self.pairs[k, 0]), int(self.pairs[k, 1])
             yield {
                 "id_a": self.ids[a],
                 "id_b": self.ids[b],
                 "relation": v.label(k),
                 "score": round(float(v.scores[k]), 6),
-                "features": v.features(k).to_dict(),
+                "features": features.to_dict(),
             }
 
 
@@ -858,11 +859,13 @@ def _verify_stage(
     runner: Runner,
     work: _WorkDir,
     meta: _Meta,
+    mode: str,
     progress: bool,
 ) -> PairVerdicts:
     """The rule's verdict on every candidate pair, in chunks of ``_VERIFY_CHUNK`` pairs
     (the profiles of a chunk's documents are gathered from the work directory and shipped
-    with it)."""
+    with it); the features are kept for the related pairs in ``pairs`` mode."""
+    features = "related" if mode == "pairs" else "none"
     starts = np.asarray(meta.part_starts, dtype=np.int64)
     cache: dict[int, dict[str, np.ndarray]] = {}
 
@@ -888,7 +891,7 @@ def _verify_stage(
             chunk = pairs[lo : lo + _VERIFY_CHUNK]
             docs = np.unique(chunk)
             local = np.searchsorted(docs, chunk)
-            yield (judge_pairs, local, gather(docs), config.rule)
+            yield (judge_pairs, local, gather(docs), config.rule, features)
 
     results: list[PairVerdicts] = []
     for verdicts in runner.imap(_call, tasks()):
@@ -1072,7 +1075,7 @@ def run(
     # costs about what judging them does.  Dask workers may be many, on other machines:
     # there the chunks go out.
     verifier = Runner(None) if isinstance(runner.client, LocalPool) else runner
-    verdicts = _verify_stage(pairs, cfg, verifier, work, meta, progress)
+    verdicts = _verify_stage(pairs, cfg, verifier, work, meta, mode, progress)
     summary.stage_seconds["verify"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

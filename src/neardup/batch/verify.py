@@ -18,6 +18,7 @@ texts (tested pair by pair); deterministic.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -192,12 +193,16 @@ def _pair_counts(
 
 @dataclasses.dataclass(frozen=True)
 class PairVerdicts:
-    """The rule's verdicts on pairs: ``labels`` (indexes into :data:`neardup.rule.VERDICTS`),
-    ``scores``, and the features (``counts``: integer features, ``cosine``), from which
-    :meth:`features` rebuilds each pair's :class:`~neardup.rule.Features`."""
+    """The rule's verdicts on pairs: ``labels`` (indexes into :data:`neardup.rule.VERDICTS`)
+    and ``scores`` of every pair; the features of the pairs listed in ``kept`` (ascending
+    pair indexes: ``counts``, the integer features, and ``cosine``), from which
+    :meth:`features` rebuilds a pair's :class:`~neardup.rule.Features`.  Features are kept
+    for the pairs a ``pairs`` output reports (the related ones), not for the millions of
+    ``unrelated`` candidates, nor at all for ``dedup``."""
 
     labels: npt.NDArray[np.int8]
     scores: F64
+    kept: I64
     counts: I64
     cosine: F64
 
@@ -207,6 +212,7 @@ class PairVerdicts:
         return cls(
             np.empty(0, dtype=np.int8),
             np.empty(0, dtype=np.float64),
+            np.empty(0, dtype=np.int64),
             np.empty((0, _COLUMNS), dtype=np.int64),
             np.empty(0, dtype=np.float64),
         )
@@ -216,17 +222,33 @@ class PairVerdicts:
         """The pairs of ``pieces``, in order."""
         if not pieces:
             return cls.empty()
+        base = np.cumsum([0] + [p.labels.shape[0] for p in pieces[:-1]])
         return cls(
-            *(np.concatenate([getattr(p, f.name) for p in pieces]) for f in dataclasses.fields(cls))
+            np.concatenate([p.labels for p in pieces]),
+            np.concatenate([p.scores for p in pieces]),
+            np.concatenate([p.kept + b for p, b in zip(pieces, base.tolist(), strict=True)]),
+            np.concatenate([p.counts for p in pieces]),
+            np.concatenate([p.cosine for p in pieces]),
         )
 
     def label(self, k: int) -> str:
         """The verdict of pair ``k``."""
         return VERDICTS[int(self.labels[k])]
 
+    def related(self) -> Iterator[tuple[int, Features]]:
+        """``(pair index, features)`` of the kept pairs the rule did not call
+        ``unrelated``, in pair order."""
+        for at, k in enumerate(self.kept.tolist()):
+            if self.labels[k] != UNRELATED:
+                yield k, _features(self.counts[at].tolist(), float(self.cosine[at]))
+
     def features(self, k: int) -> Features:
-        """The :class:`~neardup.rule.Features` of pair ``k``."""
-        return _features(self.counts[k].tolist(), float(self.cosine[k]))
+        """The :class:`~neardup.rule.Features` of pair ``k`` (``KeyError`` when they were
+        not kept)."""
+        at = int(np.searchsorted(self.kept, k))
+        if at == self.kept.shape[0] or self.kept[at] != k:
+            raise KeyError(f"the features of pair {k} were not kept")
+        return _features(self.counts[at].tolist(), float(self.cosine[at]))
 
 
 def _features(row: list[int], cosine: float) -> Features:
@@ -289,8 +311,12 @@ def decide_arrays(
     return labels, scores
 
 
-def verify_pairs(pairs: I64, rows: ProfileRows, rule: RuleConfig) -> PairVerdicts:
-    """The rule's verdict on each pair ``(a, b)`` of rows of ``rows`` (a before b)."""
+def verify_pairs(
+    pairs: I64, rows: ProfileRows, rule: RuleConfig, features: str = "related"
+) -> PairVerdicts:
+    """The rule's verdict on each pair ``(a, b)`` of rows of ``rows`` (a before b); the
+    features are kept for ``"all"`` pairs, the ``"related"`` ones (not ``unrelated``) or
+    ``"none"``."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if pairs.shape[0] == 0:
         return PairVerdicts.empty()
@@ -315,4 +341,10 @@ def verify_pairs(pairs: I64, rows: ProfileRows, rule: RuleConfig) -> PairVerdict
     coverage_b = _coverage(*(counts[:, _DIRECTION + c] for c in range(4)))
     passage = np.minimum(counts[:, 4], counts[:, _DIRECTION + 4])
     labels, scores = decide_arrays(coverage_a, coverage_b, passage, cosine, rule)
-    return PairVerdicts(labels, scores, counts, cosine)
+    if features == "all":
+        kept = np.arange(labels.shape[0], dtype=np.int64)
+    elif features == "related":
+        kept = np.flatnonzero(labels != UNRELATED).astype(np.int64)
+    else:
+        kept = np.empty(0, dtype=np.int64)
+    return PairVerdicts(labels, scores, kept, counts[kept], cosine[kept])
