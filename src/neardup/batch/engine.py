@@ -853,6 +853,37 @@ def _profile_task(
 _PROFILE_NAMES = [f.name for f in dataclasses.fields(ProfileRows)]
 
 
+def _gather_profiles(work_path: Path, starts: I64, docs: I64) -> ProfileRows:
+    """The saved profiles of documents ``docs`` (ascending ordinals; partitions start at
+    ``starts``), read memory-mapped from the work directory: only their pages are touched."""
+    owner = np.searchsorted(starts, docs, side="right") - 1
+    pieces: list[ProfileRows] = []
+    for p in np.unique(owner).tolist():  # docs are sorted: partitions come in order
+        local = docs[owner == p] - starts[p]
+        arrays: dict[str, np.ndarray] = {}
+        for name in ["rows", *_PROFILE_NAMES]:
+            file = work_path / f"pay.{name}-{p:06d}.npy"
+            try:
+                arrays[name] = np.load(file, mmap_mode="r")
+            except (OSError, ValueError) as exc:
+                raise StoreError(f"work file {file.name} is unreadable: {exc}") from exc
+        where = np.searchsorted(arrays["rows"], local)
+        pieces.append(ProfileRows.from_arrays(arrays).take(where))
+    return ProfileRows.concat(pieces)
+
+
+def _verify_chunk(
+    chunk: I64, work_path: Path, starts: I64, rule: RuleConfig, features: str
+) -> PairVerdicts:
+    """The rule's verdicts on a chunk of pairs of document ordinals, reading the profiles
+    from the work directory (in this process, or on a :class:`LocalPool` worker, which
+    shares the disk)."""
+    docs = np.unique(chunk)
+    return judge_pairs(
+        np.searchsorted(docs, chunk), _gather_profiles(work_path, starts, docs), rule, features
+    )
+
+
 def _verify_stage(
     pairs: I64,
     config: DedupConfig,
@@ -862,36 +893,25 @@ def _verify_stage(
     mode: str,
     progress: bool,
 ) -> PairVerdicts:
-    """The rule's verdict on every candidate pair, in chunks of ``_VERIFY_CHUNK`` pairs
-    (the profiles of a chunk's documents are gathered from the work directory and shipped
-    with it); the features are kept for the related pairs in ``pairs`` mode."""
+    """The rule's verdict on every candidate pair, in chunks of ``_VERIFY_CHUNK`` pairs;
+    the features are kept for the related pairs in ``pairs`` mode.  In this process and on
+    a :class:`LocalPool` a chunk's task reads its documents' profiles from the work
+    directory; Dask workers may not see it, so there the driver gathers them and ships them
+    with the chunk."""
     features = "related" if mode == "pairs" else "none"
     starts = np.asarray(meta.part_starts, dtype=np.int64)
-    cache: dict[int, dict[str, np.ndarray]] = {}
-
-    def saved(p: int) -> dict[str, np.ndarray]:
-        if p not in cache:
-            cache[p] = {n: work.load("pay", p, n, mmap=True) for n in ["rows", *_PROFILE_NAMES]}
-        return cache[p]
-
-    def gather(docs: I64) -> ProfileRows:
-        owner = np.searchsorted(starts, docs, side="right") - 1
-        pieces: list[ProfileRows] = []
-        for p in np.unique(owner).tolist():  # docs are sorted: partitions come in order
-            local = docs[owner == p] - starts[p]
-            arrays = saved(p)
-            where = np.searchsorted(arrays["rows"], local)
-            pieces.append(ProfileRows.from_arrays(arrays).take(where))
-        return ProfileRows.concat(pieces)
-
+    dask = runner.client is not None and not isinstance(runner.client, LocalPool)
     bar = _bar(progress, "verifying", total=int(pairs.shape[0]), unit="pair")
 
     def tasks() -> Iterator[tuple[Any, ...]]:
         for lo in range(0, pairs.shape[0], _VERIFY_CHUNK):
             chunk = pairs[lo : lo + _VERIFY_CHUNK]
-            docs = np.unique(chunk)
-            local = np.searchsorted(docs, chunk)
-            yield (judge_pairs, local, gather(docs), config.rule, features)
+            if dask:
+                docs = np.unique(chunk)
+                rows = _gather_profiles(work.path, starts, docs)
+                yield (judge_pairs, np.searchsorted(docs, chunk), rows, config.rule, features)
+            else:
+                yield (_verify_chunk, chunk, work.path, starts, config.rule, features)
 
     results: list[PairVerdicts] = []
     for verdicts in runner.imap(_call, tasks()):
@@ -1071,11 +1091,7 @@ def run(
     summary.stage_seconds["profile"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    # A local pool verifies in this process: shipping the gathered profiles to a worker
-    # costs about what judging them does.  Dask workers may be many, on other machines:
-    # there the chunks go out.
-    verifier = Runner(None) if isinstance(runner.client, LocalPool) else runner
-    verdicts = _verify_stage(pairs, cfg, verifier, work, meta, mode, progress)
+    verdicts = _verify_stage(pairs, cfg, runner, work, meta, mode, progress)
     summary.stage_seconds["verify"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
