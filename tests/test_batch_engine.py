@@ -315,6 +315,7 @@ def test_keep_policies(tmp_path: Path, keep: str, kept: str) -> None:
     assert result.summary.removed == 2
     assert result.summary.clusters == 4
     assert result.summary.profiled_documents == 3
+    assert result.summary.verified_pairs == result.summary.verdicts["duplicate"] == 3
 
 
 def test_against_removes_only_new_documents(tmp_path: Path) -> None:
@@ -360,6 +361,7 @@ def test_pairs_output_relations(tmp_path: Path, reuters_docs: list[dict[str, Any
     assert relation[("full", "excerpt")] == "partial"
     assert relation[("copy", "excerpt")] == "partial"
     assert summary.verdicts["duplicate"] == 3
+    assert summary.verified_pairs == len(rows)  # the related pairs written
     for r in rows:
         assert set(r) == {"id_a", "id_b", "relation", "score", "features"}
         text = {d["id"]: d["text"] for d in docs}

@@ -73,7 +73,7 @@ from neardup.batch.io import (
 from neardup.batch.ranges import ByteRange, ParsedRange, parse_range, plan_ranges, splittable
 from neardup.batch.tasks import DedupConfig, SignedPartition, candidate_pairs, sign_partition
 from neardup.batch.unionfind import center_labels, component_labels
-from neardup.batch.verify import DUPLICATE, PairVerdicts, ProfileRows, profile_rows
+from neardup.batch.verify import DUPLICATE, UNRELATED, PairVerdicts, ProfileRows, profile_rows
 from neardup.batch.verify import verify_pairs as judge_pairs
 from neardup.config import canonical_json
 from neardup.errors import ConfigError, ConflictError, IncompleteOutputError, StoreError
@@ -224,6 +224,8 @@ class DedupSummary:
     invalid: int = 0
     duplicate_ids: int = 0
     candidate_pairs: int = 0
+    # Pairs the output is about: duplicate verdicts (dedup), related pairs written (pairs).
+    verified_pairs: int = 0
     profiled_documents: int = 0
     verdicts: dict[str, int] = dataclasses.field(default_factory=dict)
     resumed_partitions: int = 0
@@ -1114,6 +1116,8 @@ def run(
     summary.skipped_examples = list(stats.examples)
     counted = np.bincount(verdicts.labels.astype(np.int64), minlength=len(VERDICTS))
     summary.verdicts = {name: int(c) for name, c in zip(VERDICTS, counted.tolist(), strict=True)}
+    related = int(counted.sum() - counted[UNRELATED])
+    summary.verified_pairs = int(counted[DUPLICATE]) if mode == "dedup" else related
     summary.seconds = time.perf_counter() - clock
     if not keep_work:
         work.remove()
