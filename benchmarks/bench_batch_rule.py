@@ -20,7 +20,9 @@ Three measurements, each printed and saved to ``benchmarks/results/batch_rule.js
    neither a duplicate nor a partial copy).  For each candidate setting: candidate pairs,
    documents profiled, and the pairs the rule calls duplicate / partial that no candidate
    source proposed.
-3. The cost of the two candidate sources on those sets (pairs and documents profiled).
+3. **Labelled synthetic pairs** (the ``labels.jsonl`` of each ``neardup synth`` set,
+   ``duplicate`` against the rest): the rule, ``pairs`` and both ``dedup`` clusterings, and
+   how often they agree with ``judge``.
 
 Run: ``python benchmarks/bench_batch_rule.py`` (about 10 minutes on the shared 2-core machine;
 ``--skip-synth`` for the real data only).  Speed on the planted 1M corpus, today's engine
@@ -168,6 +170,43 @@ def provenance_quality() -> dict[str, Any]:
     return out
 
 
+def synth_quality(path: Path) -> dict[str, Any]:
+    """The labelled pairs of a ``neardup synth`` benchmark (label ``duplicate`` against the
+    rest): the rule, ``pairs`` and both ``dedup`` clusterings, and their agreement with
+    ``judge``."""
+    docs = _read(path)
+    texts = {d["id"]: d["text"] for d in docs}
+    labels = _read(path.with_name("labels.jsonl"))
+    pairs_run = run(path, DedupConfig(), mode="pairs")
+    index = {d: i for i, d in enumerate(pairs_run.ids)}
+    relation = {
+        tuple(p): pairs_run.verdicts.label(k) for k, p in enumerate(pairs_run.pairs.tolist())
+    }
+    gold = np.array([x["label"] == "duplicate" for x in labels])
+    rule_dup = np.array(
+        [judge(texts[x["id1"]], texts[x["id2"]]).label == "duplicate" for x in labels]
+    )
+    by_pairs = np.array(
+        [
+            relation.get(tuple(sorted((index[x["id1"]], index[x["id2"]])))) == "duplicate"
+            for x in labels
+        ]
+    )
+    row: dict[str, Any] = {
+        "pairs": len(labels),
+        "rule": prf(rule_dup, gold),
+        "pairs_relation_duplicate": prf(by_pairs, gold),
+        "pairs_agree_with_judge": round(float(np.mean(by_pairs == rule_dup)), 4),
+    }
+    for how in ("centers", "components"):
+        labels_of = run(path, DedupConfig(clusters=how)).labels
+        same = np.array([labels_of[index[x["id1"]]] == labels_of[index[x["id2"]]] for x in labels])
+        row[f"dedup_{how}_same_cluster"] = prf(same, gold)
+        row[f"dedup_{how}_agree_with_judge"] = round(float(np.mean(same == rule_dup)), 4)
+    print(f"  labelled pairs: {json.dumps(row)}", flush=True)
+    return row
+
+
 def _synth(seed: int, folder: Path) -> Path:
     out = folder / f"synth-{seed}"
     # The console script installed beside this interpreter (what a user runs).
@@ -193,7 +232,9 @@ def main() -> None:
             for seed in (0, 1):
                 path = _synth(seed, Path(tmp))
                 texts = [d["text"] for d in _read(path)]
-                print(f"candidate recall, neardup synth seed {seed} (all pairs):", flush=True)
+                print(f"neardup synth seed {seed}:", flush=True)
+                result.setdefault("synth_labelled", {})[f"seed_{seed}"] = synth_quality(path)
+                print("  candidate recall (all pairs):", flush=True)
                 result["candidates"][f"synth_seed_{seed}"] = candidate_recall(path, texts)
     print(f"saved {save(args.out, result)}")
 
