@@ -23,9 +23,9 @@ near-duplicate rule of :mod:`neardup.rule` as the verification):
    for it, preferred by ``keep``), or connected components (``clusters="components"``).
 
 Determinism: partitions depend only on the input (byte ranges or document counts), every
-task is a pure function of its inputs, pairs are de-duplicated and sorted, and union-find
-labels are canonical (smallest member), so the output is byte-identical whatever the number
-of workers or shards, and with the single-process path.
+task is a pure function of its inputs, pairs are de-duplicated and sorted, and both
+clusterings depend only on the verdicts and the ``keep`` order, so the output is
+byte-identical whatever the number of workers or shards, and with the single-process path.
 
 Memory (driver): ids, dates, lengths and positions (~150 bytes/document), the candidate
 keys (12 bytes each: 25 LSH bands and about one passage fingerprint per 14 words) and the
