@@ -25,8 +25,9 @@ largest sum of RSS over the subprocess and all its children, sampled every 50 ms
 bound for forked workers, whose pages shared with the parent are counted in each process);
 the load average before and after is saved):
 
-* ``neardup``: ``neardup.batch.dedup`` (MinHash 128, word 4-shingles, LSH bands chosen for
-  the threshold, exact Jaccard verification) with ``workers=--workers``: a pool of that
+* ``neardup``: ``neardup.batch.dedup`` (candidates from MinHash 128 LSH bands chosen for the
+  threshold and winnowed passage fingerprints of word 4-shingles, every candidate judged by
+  the near-duplicate rule) with ``workers=--workers``: a pool of that
   many forked local processes (no Dask); in one process (``neardup-1proc``); and on a Dask
   LocalCluster of ``--workers`` processes started by the run (``neardup-dask``).  Its
   labels are read back from the output file (orjson), inside the timed span.
@@ -57,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -192,7 +194,7 @@ def run_neardup(path: Path, threshold: float, workers: int, dask: bool = False) 
     # A complete earlier output would be recognised and the run skipped: start afresh.
     for stale in (out, out.with_name(out.name + ".complete")):
         stale.unlink(missing_ok=True)
-    config = DedupConfig(threshold=threshold)
+    config = DedupConfig(lsh_threshold=threshold)
     if dask:
         from distributed import Client, LocalCluster
 
@@ -349,7 +351,7 @@ def machine_info() -> dict[str, Any]:
 
 
 def _sweep(args: argparse.Namespace) -> None:
-    """Quality of neardup's default pipeline at several thresholds on the planted corpus."""
+    """Quality of neardup's default pipeline at several LSH thresholds on the planted corpus."""
     from neardup.batch import DedupConfig, run
 
     rows = {}
@@ -358,7 +360,7 @@ def _sweep(args: argparse.Namespace) -> None:
         truth = build_corpus(args.n, args.dup_fraction, args.seed, corpus, args.text)
         for value in args.sweep.split(","):
             threshold = float(value)
-            result = run(corpus, DedupConfig(threshold=threshold))
+            result = run(corpus, DedupConfig(lsh_threshold=threshold))
             q = quality(truth, result.kept_of)
             rows[value] = {k: round(v, 4) for k, v in q.items()}
             print(f"T={value} {json.dumps(rows[value])}", flush=True)
@@ -386,8 +388,12 @@ def _probe_main(args: argparse.Namespace) -> None:
 
     path = Path(args.corpus)
     out = path.with_name(f"probe-{os.getpid()}.jsonl")
+    # The probe may run older neardup sources (--probe-base-src), whose config named the
+    # LSH threshold ``threshold``.
+    fields = {f.name for f in dataclasses.fields(DedupConfig)}
+    name = "lsh_threshold" if "lsh_threshold" in fields else "threshold"
     t0 = time.perf_counter()
-    dedup(path, out, DedupConfig(threshold=args.threshold), workers=args.workers)
+    dedup(path, out, DedupConfig(**{name: args.threshold}), workers=args.workers)
     seconds = time.perf_counter() - t0
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -1,5 +1,5 @@
 """Candidate generation: LSH parameters, bucket pairs vs brute force, shard invariance,
-the SimHash pigeonhole guarantee, and the whole-partition signer vs per-document signing."""
+and the whole-partition signer vs per-document signing."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from hypothesis import strategies as st
 
 from neardup._jit import forced
 from neardup.batch.banding import (
-    band_keys_bottomk,
-    band_keys_simhash,
     bucket_pairs,
     lsh_bands,
     shard_of,
@@ -76,28 +74,6 @@ def test_large_buckets_are_bounded_but_connected() -> None:
     pairs = bucket_pairs(keys, docs, max_bucket=3)
     assert pairs.shape[0] == 3 * 500 - 6  # each member with its next 3, not 500*499/2
     assert np.all(pairs[:, 1] - pairs[:, 0] <= 3)
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.integers(0, 2**64 - 1),
-    st.lists(st.integers(0, 63), max_size=3, unique=True),
-    st.integers(0, 6),
-)
-def test_simhash_blocks_pigeonhole(value: int, flips: list[int], max_distance: int) -> None:
-    other = value
-    for bit in flips[:max_distance]:
-        other ^= 1 << bit
-    keys = band_keys_simhash(np.array([value, other], dtype=np.uint64), max_distance)
-    assert keys.shape == (2, max_distance + 1)
-    assert np.any(keys[0] == keys[1])  # distance <= max_distance: one block agrees
-
-
-def test_bottomk_keys_mask_unused_slots() -> None:
-    values = np.array([[5, 9, 0], [5, 0, 0]], dtype=np.uint64)
-    keys = band_keys_bottomk(values, np.array([2, 1]))
-    assert keys[0, 0] == keys[1, 0] != 0
-    assert keys[0, 2] == keys[1, 1] == keys[1, 2] == 0
 
 
 def _texts(reuters_docs: list[dict[str, Any]]) -> list[str]:
@@ -173,23 +149,6 @@ def test_minhash_matrix_is_byte_identical_to_sign(
         else:
             assert lengths[i] == 128
             assert values[i].tobytes() == ref.values.tobytes()
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.frozensets(st.integers(0, 30), max_size=12), min_size=1, max_size=8))
-def test_pair_overlaps_equal_set_arithmetic_on_both_paths(sets: list[frozenset[int]]) -> None:
-    from neardup.batch.verify import pair_overlaps
-
-    flat = np.array([v for s in sets for v in sorted(s)], dtype=np.uint64)
-    offsets = np.zeros(len(sets) + 1, dtype=np.int64)
-    np.cumsum([len(s) for s in sets], out=offsets[1:])
-    pairs = list(itertools.combinations(range(len(sets)), 2))
-    left = np.array([a for a, _ in pairs], dtype=np.int64)
-    right = np.array([b for _, b in pairs], dtype=np.int64)
-    expected = [len(sets[a] & sets[b]) for a, b in pairs]
-    for compiled in (True, False):
-        with forced(compiled):
-            assert pair_overlaps(flat, offsets, left, right).tolist() == expected
 
 
 def test_default_bands_weight_false_negatives() -> None:

@@ -110,7 +110,7 @@ def test_dask_workers_reading_ranges_match_one_process(
 ) -> None:
     distributed = pytest.importorskip("distributed")
     path = _corpus(tmp_path, reuters_docs)
-    cfg = DedupConfig(threshold=0.5, partition_size=64)  # ranges of 64 KB: several per file
+    cfg = DedupConfig(partition_size=64)  # ranges of 64 KB: several per file
     local = run(path, cfg, skip_invalid=True)
     assert local.summary.invalid == 1 and local.summary.duplicate_ids == 1
     with pytest.raises(InputError, match=r"corpus\.jsonl:51: not valid JSON"):
@@ -142,11 +142,11 @@ def test_dask_workers_reading_ranges_match_one_process(
 
 def test_range_reading_and_driver_reading_agree(tmp_path: Path, reuters_docs: list[dict]) -> None:
     """Plain JSON Lines is read by ranges; gzip (and ``worker_reads=False``) by the driver's
-    line reader: the same clusters, pairs and scores either way."""
+    line reader: the same clusters, pairs and verdicts either way."""
     path = _corpus(tmp_path, reuters_docs)
     packed = tmp_path / "corpus.jsonl.gz"
     packed.write_bytes(gzip.compress(path.read_bytes()))
-    cfg = DedupConfig(threshold=0.5, partition_size=64)
+    cfg = DedupConfig(partition_size=64)
     by_ranges = run(path, cfg, skip_invalid=True)
     for other in (
         run(path, cfg, skip_invalid=True, worker_reads=False),
@@ -154,6 +154,6 @@ def test_range_reading_and_driver_reading_agree(tmp_path: Path, reuters_docs: li
     ):
         assert list(other.rows()) == list(by_ranges.rows())
         assert np.array_equal(other.pairs, by_ranges.pairs)
-        assert np.array_equal(other.scores.jaccard, by_ranges.scores.jaccard, equal_nan=True)
+        assert list(other.pair_rows()) == list(by_ranges.pair_rows())
         assert other.summary.invalid == by_ranges.summary.invalid == 1
         assert other.summary.duplicate_ids == by_ranges.summary.duplicate_ids == 1

@@ -1,8 +1,10 @@
-"""Batch corpus dedup on one machine or a Dask cluster (issue 5).
+"""Batch corpus dedup on one machine or a Dask cluster, every candidate pair judged by the
+near-duplicate rule (:mod:`neardup.rule`).
 
 :func:`dedup` writes one row per document (``id``, ``cluster``, ``duplicate_of``,
-``score``); :func:`find_pairs` writes the verified candidate pairs; :func:`run` returns the
-clusters in memory.  See ``docs/batch.md``.
+``score``); :func:`find_pairs` writes every candidate pair the rule relates (duplicate,
+partial, similar) with its score and features; :func:`run` returns the clusters and
+verdicts in memory.  See ``docs/batch.md``.
 """
 
 from __future__ import annotations

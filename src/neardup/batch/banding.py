@@ -42,9 +42,7 @@ from neardup.shingles import mix64
 
 __all__ = [
     "FALSE_NEGATIVE_WEIGHT",
-    "band_keys_bottomk",
     "band_keys_minhash",
-    "band_keys_simhash",
     "bucket_pairs",
     "default_bands",
     "lsh_bands",
@@ -118,42 +116,6 @@ def band_keys_minhash(signatures: U64, bands: int, rows: int) -> U64:
         for b in range(bands):
             band = signatures[:, b * rows : (b + 1) * rows]
             keys[:, b] = mix64(_fold(band) ^ (_BAND_TAG * np.uint64(b + 1)))
-    return keys
-
-
-def simhash_blocks(bits: int, max_distance: int) -> list[tuple[int, int]]:
-    """``(shift, width)`` of ``max_distance + 1`` blocks covering ``bits`` bits."""
-    count = max_distance + 1
-    if count > bits:
-        raise ConfigError(f"max_distance must be < {bits}, got {max_distance}")
-    base, extra = divmod(bits, count)
-    blocks: list[tuple[int, int]] = []
-    shift = 0
-    for i in range(count):
-        width = base + (1 if i < extra else 0)
-        blocks.append((shift, width))
-        shift += width
-    return blocks
-
-
-def band_keys_simhash(fingerprints: U64, max_distance: int) -> U64:
-    """``(n, max_distance + 1)`` block keys of 64-bit fingerprints (one uint64 each)."""
-    values = np.asarray(fingerprints, dtype=np.uint64).reshape(-1)
-    blocks = simhash_blocks(64, max_distance)
-    keys = np.empty((values.shape[0], len(blocks)), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for b, (shift, width) in enumerate(blocks):
-            mask = np.uint64((1 << width) - 1) if width < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
-            part = (values >> np.uint64(shift)) & mask
-            keys[:, b] = mix64(part ^ (_BAND_TAG * np.uint64(b + 1)))
-    return keys
-
-
-def band_keys_bottomk(values: U64, lengths: I64) -> U64:
-    """``(n, k)`` keys of padded sorted bottom-k values; unused slots get key 0 (ignored)."""
-    keys = mix64(np.asarray(values, dtype=np.uint64))
-    slot = np.arange(values.shape[1])[None, :]
-    keys[slot >= lengths[:, None]] = 0
     return keys
 
 

@@ -1,35 +1,37 @@
-"""Batch corpus dedup: one process or a Dask cluster, identical output (issue 5; seed 002).
+"""Batch corpus dedup: one process or a Dask cluster, identical output (seed 002).
 
-Pipeline (seed 002's "sketch -> Jaccard -> LCS", made parallel and streaming):
+Pipeline (seed 002's "sketch -> verify", made parallel and streaming, with the one
+near-duplicate rule of :mod:`neardup.rule` as the verification):
 
 1. **Sign** (pass 1 over the input): plain JSON Lines input is cut into byte ranges that
    the tasks read, parse and sign themselves (:mod:`neardup.batch.ranges`; on Dask the
    workers read their own ranges); gzip and Parquet input is streamed by the driver in
-   partitions of ``partition_size`` documents.  Each partition is signed by
-   :func:`neardup.batch.tasks.sign_partition`, which also computes its bucket keys; the
-   driver checks duplicate ids in input order, keeps only ids, dates, lengths and
-   positions, and saves the keys (the MinHash word shingles when verification needs them,
-   and the signature values when a later stage needs them) to the work directory, so an
-   interrupted run resumes there.
-2. **Shuffle**: every document's bucket keys (:mod:`neardup.batch.banding`) are routed to a
-   shard by key; each shard is grouped by key on a worker and yields candidate pairs.
-3. **Verify**: the exact shingle sets of the documents in some candidate pair come from the
-   shingles kept in pass 1 (MinHash with Jaccard verification) or from a second pass that
-   re-reads only those documents (LCS needs token sequences; other methods); pairs are then
-   scored in parallel chunks.
-4. **Merge**: union-find over the pairs that passed (:mod:`neardup.batch.unionfind`); the
-   kept document of each cluster follows ``keep``.
+   partitions of ``partition_size`` documents.  Each partition's candidate keys (MinHash
+   LSH bands and winnowed passage fingerprints of the rule's word shingles) come from
+   :func:`neardup.batch.tasks.sign_partition`; the driver checks duplicate ids in input
+   order, keeps only ids, dates, lengths and positions, and saves the keys to the work
+   directory, so an interrupted run resumes there.
+2. **Shuffle**: every document's keys are routed to a shard by key; each shard is grouped
+   by key on a worker and yields candidate pairs (:mod:`neardup.batch.banding`).
+3. **Profile**: a second pass re-reads only the documents in some candidate pair and makes
+   their profiles (:func:`neardup.rule.profile`), saved per partition.
+4. **Verify**: every candidate pair is judged by the rule, in parallel chunks
+   (:mod:`neardup.batch.verify`): ``duplicate``, ``partial``, ``similar`` or
+   ``unrelated``, with the rule's score and features.
+5. **Cluster**: the ``duplicate`` verdicts make the clusters (:mod:`neardup.batch.unionfind`):
+   by default greedy centers (every removed document is a duplicate of the document kept
+   for it, preferred by ``keep``), or connected components (``clusters="components"``).
 
 Determinism: partitions depend only on the input (byte ranges or document counts), every
-task is a pure function of its inputs, pairs are de-duplicated and sorted, and union-find
-labels are canonical (smallest member), so the output is byte-identical whatever the number
-of workers or shards, and with the single-process path.
+task is a pure function of its inputs, pairs are de-duplicated and sorted, and both
+clusterings depend only on the verdicts and the ``keep`` order, so the output is
+byte-identical whatever the number of workers or shards, and with the single-process path.
 
-Memory (driver): ids, dates, lengths and positions (~150 bytes/document), the bucket keys
-(``bands * 12`` bytes/document: 384 bytes at the default 32 bands) and the candidate pairs;
-kept shingles and signature values live in the work directory (memory-mapped when read
-back); texts are never held beyond the partitions in flight.  Measured peak per million
-documents: see ``docs/batch.md``.
+Memory (driver): ids, dates, lengths and positions (~150 bytes/document), the candidate
+keys (12 bytes each: 25 LSH bands and about one passage fingerprint per 14 words) and the
+candidate pairs with their verdicts; profiles live in the work directory (memory-mapped
+when read back); texts are never held beyond the partitions in flight.  Measured peak per
+million documents: see ``docs/batch.md``.
 """
 
 from __future__ import annotations
@@ -69,25 +71,14 @@ from neardup.batch.io import (
     read_at,
 )
 from neardup.batch.ranges import ByteRange, ParsedRange, parse_range, plan_ranges, splittable
-from neardup.batch.tasks import (
-    DedupConfig,
-    PairScores,
-    Payload,
-    SignedPartition,
-    candidate_pairs,
-    keeps_shingles,
-    pair_relation,
-    partition_keys,
-    payload_from_shingles,
-    payload_partition,
-    sign_minhash_partition,
-    sign_partition,
-    verify_pairs,
-)
-from neardup.batch.unionfind import component_labels
+from neardup.batch.tasks import DedupConfig, SignedPartition, candidate_pairs, sign_partition
+from neardup.batch.unionfind import center_labels, component_labels
+from neardup.batch.verify import DUPLICATE, UNRELATED, PairVerdicts, ProfileRows, profile_rows
+from neardup.batch.verify import verify_pairs as judge_pairs
 from neardup.config import canonical_json
 from neardup.errors import ConfigError, ConflictError, IncompleteOutputError, StoreError
 from neardup.records import FieldNames
+from neardup.rule import VERDICTS, RuleConfig
 
 __all__ = [
     "DedupResult",
@@ -101,13 +92,10 @@ __all__ = [
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
-# A signed partition as a signing task returns it: bucket keys, signatures, and the word
-# shingles (flat, offsets) when they are kept for verification.
-_Signed = tuple[U64, SignedPartition, tuple[U64, I64] | None]
 
 _NO_DATE = np.iinfo(np.int64).max
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-# Pairs scored per verification task: bounds the payload shipped with one task.
+# Pairs judged per verification task: bounds the profiles shipped with one task.
 _VERIFY_CHUNK = 50_000
 # Without --scheduler or --workers, inputs smaller than this, or machines with fewer than
 # _LOCAL_MIN_CPUS cores, run in-process: on a 2-core machine shared with other jobs the
@@ -122,7 +110,7 @@ SCHEDULER_TIMEOUT = "20s"
 
 
 # Argument types shipped to Dask workers by scatter rather than inside the task graph.
-_BULKY = (list, np.ndarray, Payload, SignedPartition)
+_BULKY = (list, np.ndarray, ProfileRows, SignedPartition)
 
 # --- running tasks -----------------------------------------------------------------------
 
@@ -166,10 +154,7 @@ def _warm_up(config: DedupConfig) -> None:
     """Load the compiled kernels of the signing pass in this process (before a
     :class:`LocalPool` forks, so its workers inherit them instead of each loading them)."""
     text = "warm up the compiled kernels of the signing pass once"
-    if config.method == "minhash":
-        sign_minhash_partition([text], config)
-    else:
-        sign_partition([text], config)
+    sign_partition([text], config)
 
 
 class Runner:
@@ -239,7 +224,10 @@ class DedupSummary:
     invalid: int = 0
     duplicate_ids: int = 0
     candidate_pairs: int = 0
+    # Pairs the output is about: duplicate verdicts (dedup), related pairs written (pairs).
     verified_pairs: int = 0
+    profiled_documents: int = 0
+    verdicts: dict[str, int] = dataclasses.field(default_factory=dict)
     resumed_partitions: int = 0
     seconds: float = 0.0
     stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
@@ -260,7 +248,7 @@ class DedupResult:
     kept_of: I64
     score: F64
     pairs: I64
-    scores: PairScores
+    verdicts: PairVerdicts
     summary: DedupSummary
 
     @property
@@ -320,24 +308,20 @@ class DedupResult:
         if count:
             yield "".join(lines), count
 
-    def pair_rows(self, config: DedupConfig) -> Iterator[dict[str, Any]]:
-        """One row per pair that passed verification, sorted by (first, second) ordinal."""
-        s = self.scores
-        for k in np.flatnonzero(s.passed):
+    def pair_rows(self) -> Iterator[dict[str, Any]]:
+        """One row per candidate pair the rule did not call ``unrelated``, sorted by (first,
+        second) ordinal: ``id_a``, ``id_b``, ``relation`` (the verdict), ``score`` and
+        ``features`` (as :meth:`neardup.rule.Verdict.to_dict` gives them).  Only a run in
+        ``pairs`` mode keeps the features these rows need (none otherwise)."""
+        v = self.verdicts
+        for k, features in v.related():
             a, b = int(self.pairs[k, 0]), int(self.pairs[k, 1])
-            jac = float(s.jaccard[k])
-            cont = float(s.containment[k])
-            est = float(s.estimated[k])
-            lcs = float(s.lcs[k])
-            basis = jac if not np.isnan(jac) else (lcs if not np.isnan(lcs) else est)
             yield {
                 "id_a": self.ids[a],
                 "id_b": self.ids[b],
-                "estimated": round(est, 6),
-                "jaccard": None if np.isnan(jac) else round(jac, 6),
-                "containment": None if np.isnan(cont) else round(cont, 6),
-                "lcs": None if np.isnan(lcs) else round(lcs, 6),
-                "relation": pair_relation(basis, 0.0 if np.isnan(cont) else cont, config),
+                "relation": v.label(k),
+                "score": round(float(v.scores[k]), 6),
+                "features": features.to_dict(),
             }
 
 
@@ -416,7 +400,7 @@ def _save_arrays(path: Path, kind: str, part: int, arrays: dict[str, np.ndarray]
 
 
 _WORK_FILE_RE = re.compile(
-    r"(?:(?:sig|pay|shard)\.[a-z_]+-\d{6}\.npy|manifest\.json)(?:\.partial)?"
+    r"(?:(?:sig|pay|shard)\.[a-z_0-9]+-\d{6}\.npy|manifest\.json)(?:\.partial)?"
 )
 
 
@@ -547,13 +531,11 @@ class _SignInputs:
     summary: DedupSummary
     progress: bool
     shuffle: _KeyShards
-    keep_values: bool
-    keep_shingles: bool
 
 
-def _sign_stage(job: _SignInputs) -> tuple[_Meta, list[SignedPartition]]:
+def _sign_stage(job: _SignInputs) -> tuple[_Meta, list[I64]]:
     meta = _Meta()
-    parts: list[SignedPartition] = []
+    parts: list[I64] = []
     bar = _bar(job.progress, "signing")
 
     def tasks() -> Iterator[tuple[Any, ...]]:
@@ -572,7 +554,7 @@ def _sign_stage(job: _SignInputs) -> tuple[_Meta, list[SignedPartition]]:
                 yield (_resume_signed, p, len(batch))
             else:
                 texts = [rec.article.text for _, rec in batch]
-                yield (_sign_task, p, texts, job.config, job.keep_values, job.keep_shingles)
+                yield (_sign_task, p, texts, job.config)
 
     for p, result in enumerate(job.runner.imap(_call, tasks())):
         lengths = _keep_signed(job.work, p, result, job.shuffle, meta.part_starts[p], parts)
@@ -592,16 +574,14 @@ def _range_task(
     fields: FieldNames,
     skip_invalid: bool,
     config: DedupConfig,
-    keep_values: bool,
-    keep_shingles: bool,
     sign: bool,
-) -> tuple[ParsedRange, _Signed | None]:
+) -> tuple[ParsedRange, SignedPartition | None]:
     """Read, parse and (unless resumed) sign one byte range on the worker; the texts do not
     travel back."""
     parsed = parse_range(part, fields, skip_invalid)
     signed = None
     if sign and parsed.error is None:
-        signed = _sign_task(0, parsed.texts, config, keep_values, keep_shingles)
+        signed = _sign_task(0, parsed.texts, config)
     return dataclasses.replace(parsed, texts=[]), signed
 
 
@@ -610,54 +590,35 @@ def _range_task_saving(
     fields: FieldNames,
     skip_invalid: bool,
     config: DedupConfig,
-    keep_values: bool,
-    keep_shingles: bool,
     sign: bool,
     work_path: Path,
     index: int,
 ) -> tuple[ParsedRange, bool]:
     """:func:`_range_task` for a :class:`LocalPool` worker, which shares the driver's disk:
     the signed arrays go straight to the work directory (without the ``done`` marker) and
-    only the parsed metadata travels back (at 1M documents the word shingles alone are
-    1.2 GB, which pickling through a pipe would copy four times).  Returns whether arrays
-    were saved."""
-    parsed, signed = _range_task(
-        part, fields, skip_invalid, config, keep_values, keep_shingles, sign
-    )
+    only the parsed metadata travels back.  Returns whether arrays were saved."""
+    parsed, signed = _range_task(part, fields, skip_invalid, config, sign)
     if signed is None:
         return parsed, False
     _save_arrays(work_path, "sig", index, _signed_arrays(signed))
     return parsed, True
 
 
-def _signed_arrays(signed: _Signed) -> dict[str, np.ndarray]:
+def _signed_arrays(signed: SignedPartition) -> dict[str, np.ndarray]:
     """The work-directory arrays of a signed partition."""
-    keys, part, shingles = signed
-    arrays = {"keys": keys, "values": part.values, "lengths": part.lengths}
-    if shingles is not None:
-        arrays["shingles"], arrays["shingle_offsets"] = shingles
-    return arrays
+    return {"keys": signed.keys, "key_offsets": signed.key_offsets, "lengths": signed.lengths}
 
 
-def _load_signed(work: _WorkDir, p: int, keep_shingles: bool) -> _Signed:
+def _load_signed(work: _WorkDir, p: int) -> SignedPartition:
     """A signed partition back from the work directory (as a worker saved it)."""
-    part = SignedPartition(work.load("sig", p, "values"), work.load("sig", p, "lengths"))
-    shingles = None
-    if keep_shingles:
-        shingles = (work.load("sig", p, "shingles"), work.load("sig", p, "shingle_offsets"))
-    return work.load("sig", p, "keys"), part, shingles
+    return SignedPartition(
+        work.load("sig", p, "keys"),
+        work.load("sig", p, "key_offsets"),
+        work.load("sig", p, "lengths"),
+    )
 
 
-def _take_rows(signed: _Signed, rows: I64) -> _Signed:
-    """Rows ``rows`` of a signed range (documents dropped as duplicate ids removed)."""
-    keys, part, shingles = signed
-    kept = SignedPartition(part.values[rows], part.lengths[rows])
-    if shingles is not None:
-        shingles = _gather_ragged(shingles[0], shingles[1], rows)
-    return keys[rows], kept, shingles
-
-
-def _sign_stage_ranges(job: _SignInputs) -> tuple[_Meta, list[SignedPartition]]:
+def _sign_stage_ranges(job: _SignInputs) -> tuple[_Meta, list[I64]]:
     """:func:`_sign_stage` with the workers reading their own byte ranges of the input
     (:mod:`neardup.batch.ranges`); the driver checks duplicate ids in input order and keeps
     the same per-document metadata, so the result is the same."""
@@ -666,7 +627,7 @@ def _sign_stage_ranges(job: _SignInputs) -> tuple[_Meta, list[SignedPartition]]:
         (False, r) for r in plan_ranges(job.corpus.new, target, first_file=len(job.corpus.existing))
     ]
     meta = _Meta()
-    parts: list[SignedPartition] = []
+    parts: list[I64] = []
     seen: dict[bool, set[str]] = {True: set(), False: set()}
     counts = {True: ReadStats(), False: job.stats}
     bar = _bar(job.progress, "signing")
@@ -677,15 +638,7 @@ def _sign_stage_ranges(job: _SignInputs) -> tuple[_Meta, list[SignedPartition]]:
         for p, (_, part) in enumerate(plan):
             sign = not job.work.done("sig", p)
             job.summary.resumed_partitions += 0 if sign else 1
-            args = (
-                part,
-                job.corpus.fields,
-                job.corpus.skip_invalid,
-                job.config,
-                job.keep_values,
-                job.keep_shingles,
-                sign,
-            )
+            args = (part, job.corpus.fields, job.corpus.skip_invalid, job.config, sign)
             if pool:
                 yield (_range_task_saving, *args, job.work.path, p)
             else:
@@ -726,11 +679,11 @@ def _sign_stage_ranges(job: _SignInputs) -> tuple[_Meta, list[SignedPartition]]:
         meta.files.extend([part.file_index] * len(rows))
         meta.lines.extend(parsed.lines[take].tolist())
         if saved and len(rows) != len(parsed.ids):
-            signed = _load_signed(job.work, p, job.keep_shingles)  # re-saved without dups
+            signed = _load_signed(job.work, p)  # re-saved without dups
         elif saved:
             job.work.mark_done("sig", p)
         if signed is not None and len(rows) != len(parsed.ids):
-            signed = _take_rows(signed, take)
+            signed = signed.take(take)
         result = len(rows) if signed is None else signed
         _keep_signed(job.work, p, result, job.shuffle, meta.part_starts[p], parts)
         bar.update(len(rows))
@@ -743,29 +696,25 @@ def _sign_stage_ranges(job: _SignInputs) -> tuple[_Meta, list[SignedPartition]]:
 def _keep_signed(
     work: _WorkDir,
     p: int,
-    result: int | _Signed,
+    result: int | SignedPartition,
     shuffle: _KeyShards,
     start: int,
-    parts: list[SignedPartition],
+    parts: list[I64],
 ) -> I64:
     """Keep partition ``p`` (first document ``start``): save its freshly signed arrays in the
     work directory, or (``result`` is an int: resumed) check the saved ones hold that many
-    documents; route its bucket keys to the shuffle and append it to ``parts``.  Returns
+    documents; route its keys to the shuffle and append its lengths to ``parts``.  Returns
     its lengths."""
     if isinstance(result, int):  # resumed: load from the work directory
-        keys = work.load("sig", p, "keys")
-        lengths: I64 = work.load("sig", p, "lengths")
-        if lengths.shape[0] != result:
+        signed = _load_signed(work, p)
+        if signed.lengths.shape[0] != result:
             raise StoreError(f"work directory partition {p} does not match the input")
     else:
-        keys, part, _ = result
-        lengths = part.lengths
-        work.save("sig", p, _signed_arrays(result))
-    shuffle.add(keys, start)
-    # Keep only the small lengths in memory; the values (when needed at all) are read
-    # back memory-mapped for the few documents that end up in candidate pairs.
-    parts.append(SignedPartition(work.load("sig", p, "values", mmap=True), lengths))
-    return lengths
+        signed = result
+        work.save("sig", p, _signed_arrays(signed))
+    shuffle.add(signed.keys, signed.key_offsets, start)
+    parts.append(signed.lengths)
+    return signed.lengths
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -776,34 +725,13 @@ def _resume_signed(part: int, count: int) -> int:
     return count
 
 
-def _sign_task(
-    part: int, texts: list[str], config: DedupConfig, keep_values: bool, keep_shingles: bool
-) -> _Signed:
-    """Sign a partition and compute its bucket keys on the worker; the signature values
-    travel back only when a later stage needs them (they are 1 KB a document for MinHash).
-    With ``keep_shingles`` the word shingles come back too (saved for verification, so
-    candidates need not be re-read and re-tokenised)."""
-    shingles: tuple[U64, I64] | None = None
-    if keep_shingles:
-        signed, flat, offsets = sign_minhash_partition(texts, config)
-        shingles = (flat, offsets)
-    else:
-        signed = sign_partition(texts, config)
-    keys = partition_keys(signed, config)
-    if not keep_values:
-        empty = np.empty((signed.values.shape[0], 0), dtype=np.uint64)
-        signed = SignedPartition(empty, signed.lengths)
-    return keys, signed, shingles
-
-
-def _needs_values(config: DedupConfig, mode: str) -> bool:
-    """Whether signature values are needed after the shuffle: for the estimate in pairs
-    output, for ``verify="none"`` and for SimHash's distance filter."""
-    return mode == "pairs" or config.verify == "none" or config.method == "simhash"
+def _sign_task(part: int, texts: list[str], config: DedupConfig) -> SignedPartition:
+    """The candidate keys of a partition, computed on the worker."""
+    return sign_partition(texts, config)
 
 
 class _KeyShards:
-    """Bucket keys of every document, routed to shards as partitions arrive (the map side
+    """Candidate keys of every document, routed to shards as partitions arrive (the map side
     of the shuffle): 12 bytes per key."""
 
     def __init__(self, config: DedupConfig, shards: int) -> None:
@@ -812,10 +740,10 @@ class _KeyShards:
         self.keys: list[list[U64]] = [[] for _ in range(shards)]
         self.docs: list[list[npt.NDArray[np.int32]]] = [[] for _ in range(shards)]
 
-    def add(self, keys: U64, start: int) -> None:
-        n, per_doc = keys.shape
-        docs = np.repeat(np.arange(start, start + n, dtype=np.int64), per_doc)
-        flat = keys.reshape(-1)
+    def add(self, keys: U64, key_offsets: I64, start: int) -> None:
+        n = key_offsets.shape[0] - 1
+        docs = np.repeat(np.arange(start, start + n, dtype=np.int64), np.diff(key_offsets))
+        flat = np.asarray(keys, dtype=np.uint64)
         live = flat != 0
         flat, docs = flat[live], docs[live]
         where = shard_of(flat, self.shards)
@@ -879,7 +807,7 @@ def _shard_task(keys_file: Path, docs_file: Path, max_bucket: int) -> I64:
     return candidate_pairs(keys, docs, max_bucket)
 
 
-def _payload_stage(
+def _profile_stage(
     corpus: _Corpus,
     config: DedupConfig,
     runner: Runner,
@@ -888,8 +816,10 @@ def _payload_stage(
     involved: I64,
     progress: bool,
 ) -> None:
+    """Profiles of the ``involved`` documents (those in some candidate pair), made from
+    their texts re-read by (file, line), saved per partition (``pay``)."""
     starts = np.asarray(meta.part_starts, dtype=np.int64)
-    bar = _bar(progress, "re-reading", total=int(involved.shape[0]))
+    bar = _bar(progress, "profiling", total=int(involved.shape[0]))
     owner = np.searchsorted(starts, involved, side="right") - 1
     todo = [int(p) for p in np.unique(owner) if not work.done("pay", int(p))]
     wanted = involved[np.isin(owner, todo)]
@@ -908,185 +838,113 @@ def _payload_stage(
                 if str(obj.get(id_field)) != meta.ids[int(d)]:
                     raise StoreError("the input changed during the run; run again")
                 texts.append(obj[text_field])
-            yield (_payload_task, p, docs - starts[p], texts, config)
+            yield (_profile_task, p, docs - starts[p], texts, config.rule)
 
-    for result in runner.imap(_call, tasks()):
-        if isinstance(result, tuple):
-            p, rows, payload = result
-            _save_payload(work, p, rows, payload)
-            bar.update(int(rows.shape[0]))
+    for p, rows, profiles in runner.imap(_call, tasks()):
+        work.save("pay", p, {"rows": rows, **profiles.arrays()})
+        bar.update(int(rows.shape[0]))
     bar.close()
 
 
-def _payload_from_kept(work: _WorkDir, meta: _Meta, involved: I64, runner: Runner) -> None:
-    """Verification payloads of the ``involved`` documents from the shingles the signing
-    pass kept (no second read of the input); same arrays as :func:`_payload_stage`.
-
-    On a :class:`LocalPool` the partitions are done by the workers, which read the work
-    directory themselves (same machine); Dask workers may not see it, so there (and in one
-    process) the driver does them."""
-    starts = np.asarray(meta.part_starts, dtype=np.int64)
-    owner = np.searchsorted(starts, involved, side="right") - 1
-    todo = [p for p in np.unique(owner).tolist() if not work.done("pay", p)]
-
-    def tasks() -> Iterator[tuple[Any, ...]]:
-        for p in todo:
-            rows = involved[owner == p] - starts[p]
-            files = (work.file("sig.shingles", p), work.file("sig.shingle_offsets", p))
-            yield (_kept_payload_task, p, rows, *files)
-
-    local = runner if isinstance(runner.client, LocalPool) else Runner(None)
-    for p, rows, payload in local.imap(_call, tasks()):
-        _save_payload(work, p, rows, payload)
+def _profile_task(
+    part: int, rows: I64, texts: list[str], rule: RuleConfig
+) -> tuple[int, I64, ProfileRows]:
+    return part, rows, profile_rows(texts, rule)
 
 
-def _kept_payload_task(
-    part: int, rows: I64, shingles_file: Path, offsets_file: Path
-) -> tuple[int, I64, Payload]:
-    """The payload of rows ``rows`` of partition ``part`` from its kept shingles (read
-    memory-mapped: only those rows' pages are touched)."""
-    try:
-        flat = np.load(shingles_file, mmap_mode="r")
-        offsets = np.load(offsets_file)
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"work file of partition {part} is unreadable: {exc}") from exc
-    return part, rows, payload_from_shingles(flat, offsets, rows)
+_PROFILE_NAMES = [f.name for f in dataclasses.fields(ProfileRows)]
 
 
-def _save_payload(work: _WorkDir, p: int, rows: I64, payload: Payload) -> None:
-    """Save partition ``p``'s verification payload of its documents ``rows``."""
-    arrays: dict[str, np.ndarray] = {
-        "rows": rows,
-        "shingles": payload.shingles,
-        "shingle_offsets": payload.shingle_offsets,
-    }
-    if payload.tokens is not None and payload.token_offsets is not None:
-        arrays["tokens"] = payload.tokens
-        arrays["token_offsets"] = payload.token_offsets
-    work.save("pay", p, arrays)
+def _gather_profiles(work_path: Path, starts: I64, docs: I64) -> ProfileRows:
+    """The saved profiles of documents ``docs`` (ascending ordinals; partitions start at
+    ``starts``), read memory-mapped from the work directory: only their pages are touched."""
+    owner = np.searchsorted(starts, docs, side="right") - 1
+    pieces: list[ProfileRows] = []
+    for p in np.unique(owner).tolist():  # docs are sorted: partitions come in order
+        local = docs[owner == p] - starts[p]
+        arrays: dict[str, np.ndarray] = {}
+        for name in ["rows", *_PROFILE_NAMES]:
+            file = work_path / f"pay.{name}-{p:06d}.npy"
+            try:
+                arrays[name] = np.load(file, mmap_mode="r")
+            except (OSError, ValueError) as exc:
+                raise StoreError(f"work file {file.name} is unreadable: {exc}") from exc
+        where = np.searchsorted(arrays["rows"], local)
+        pieces.append(ProfileRows.from_arrays(arrays).take(where))
+    return ProfileRows.concat(pieces)
 
 
-def _payload_task(
-    part: int, rows: I64, texts: list[str], config: DedupConfig
-) -> tuple[int, I64, Payload]:
-    return part, rows, payload_partition(texts, config)
-
-
-def _gather_ragged(flat: np.ndarray, offsets: np.ndarray, rows: I64) -> tuple[U64, I64]:
-    """Rows ``rows`` of a ragged array, as a new compact ragged array."""
-    begin = offsets[rows]
-    sizes = offsets[rows + 1] - begin
-    new_offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-    np.cumsum(sizes, out=new_offsets[1:])
-    total = int(new_offsets[-1])
-    index = np.repeat(begin - new_offsets[:-1], sizes) + np.arange(total, dtype=np.int64)
-    return np.asarray(flat[index], dtype=np.uint64), new_offsets
+def _verify_chunk(
+    chunk: I64, work_path: Path, starts: I64, rule: RuleConfig, features: str
+) -> PairVerdicts:
+    """The rule's verdicts on a chunk of pairs of document ordinals, reading the profiles
+    from the work directory (in this process, or on a :class:`LocalPool` worker, which
+    shares the disk)."""
+    docs = np.unique(chunk)
+    return judge_pairs(
+        np.searchsorted(docs, chunk), _gather_profiles(work_path, starts, docs), rule, features
+    )
 
 
 def _verify_stage(
     pairs: I64,
-    parts: list[SignedPartition],
     config: DedupConfig,
     runner: Runner,
-    work: _WorkDir | None,
+    work: _WorkDir,
     meta: _Meta,
     mode: str,
     progress: bool,
-) -> PairScores:
+) -> PairVerdicts:
+    """The rule's verdict on every candidate pair, in chunks of ``_VERIFY_CHUNK`` pairs;
+    the features are kept for the related pairs in ``pairs`` mode.  In this process and on
+    a :class:`LocalPool` a chunk's task reads its documents' profiles from the work
+    directory; Dask workers may not see it, so there the driver gathers them and ships them
+    with the chunk."""
+    features = "related" if mode == "pairs" else "none"
     starts = np.asarray(meta.part_starts, dtype=np.int64)
-    # Signatures are read back only when a score needs them (memory, I/O).
-    need_values = _needs_values(config, mode)
-    width = (parts[0].values.shape[1] if parts else 1) if need_values else 0
-    with_payload = work is not None
-    with_tokens = config.verify == "lcs"
-    cache: dict[int, dict[str, np.ndarray]] = {}
-
-    def payload_of(p: int) -> dict[str, np.ndarray]:
-        if p not in cache and work is not None:
-            names = ["rows", "shingles", "shingle_offsets"]
-            if with_tokens:
-                names += ["tokens", "token_offsets"]
-            cache[p] = {n: work.load("pay", p, n, mmap=True) for n in names}
-        return cache[p]
-
-    def gather(docs: I64) -> tuple[U64, I64, Payload | None]:
-        values = np.empty((docs.shape[0], width), dtype=np.uint64)
-        lengths = np.empty(docs.shape[0], dtype=np.int64)
-        owner = np.searchsorted(starts, docs, side="right") - 1
-        set_parts: list[tuple[U64, I64]] = []
-        tok_parts: list[tuple[U64, I64]] = []
-        for p in np.unique(owner):
-            sel = np.flatnonzero(owner == p)
-            local = docs[sel] - starts[p]
-            if need_values:
-                values[sel] = parts[p].values[local]
-            lengths[sel] = parts[p].lengths[local]
-            if with_payload:
-                pay = payload_of(int(p))
-                rows = np.searchsorted(pay["rows"], local)
-                set_parts.append(_gather_ragged(pay["shingles"], pay["shingle_offsets"], rows))
-                if with_tokens:
-                    tok_parts.append(_gather_ragged(pay["tokens"], pay["token_offsets"], rows))
-        payload = None
-        if with_payload:
-            payload = Payload(
-                *_concat_ragged(set_parts),
-                *(_concat_ragged(tok_parts) if with_tokens else (None, None)),
-            )
-        return values, lengths, payload
-
+    dask = runner.client is not None and not isinstance(runner.client, LocalPool)
     bar = _bar(progress, "verifying", total=int(pairs.shape[0]), unit="pair")
 
     def tasks() -> Iterator[tuple[Any, ...]]:
         for lo in range(0, pairs.shape[0], _VERIFY_CHUNK):
             chunk = pairs[lo : lo + _VERIFY_CHUNK]
-            docs = np.unique(chunk)
-            local = np.searchsorted(docs, chunk)
-            values, lengths, payload = gather(docs)
-            yield (verify_pairs, local, values, lengths, payload, config, mode)
+            if dask:
+                docs = np.unique(chunk)
+                rows = _gather_profiles(work.path, starts, docs)
+                yield (judge_pairs, np.searchsorted(docs, chunk), rows, config.rule, features)
+            else:
+                yield (_verify_chunk, chunk, work.path, starts, config.rule, features)
 
-    results: list[PairScores] = []
-    for scores in runner.imap(_call, tasks()):
-        results.append(scores)
-        bar.update(scores.passed.shape[0])
+    results: list[PairVerdicts] = []
+    for verdicts in runner.imap(_call, tasks()):
+        results.append(verdicts)
+        bar.update(verdicts.labels.shape[0])
     bar.close()
-    if not results:
-        empty = np.empty(0, dtype=np.float64)
-        return PairScores(empty, empty, empty, empty, np.empty(0, dtype=bool))
-    return PairScores(
-        *(
-            np.concatenate([getattr(r, f.name) for r in results])
-            for f in dataclasses.fields(PairScores)
-        )
-    )
+    return PairVerdicts.concat(results)
 
 
-def _concat_ragged(pieces: list[tuple[U64, I64]]) -> tuple[U64, I64]:
-    """Concatenate ragged arrays in order."""
-    flats = [f for f, _ in pieces]
-    offsets = [np.zeros(1, dtype=np.int64)]
-    base = 0
-    for flat, off in pieces:
-        offsets.append(off[1:] + base)
-        base += int(flat.shape[0])
-    flat_all = np.concatenate(flats) if flats else np.empty(0, dtype=np.uint64)
-    return flat_all.astype(np.uint64, copy=False), np.concatenate(offsets)
-
-
-def _choose_kept(labels: I64, meta: _Meta, existing: npt.NDArray[np.bool_], keep: str) -> I64:
-    """For every document, the ordinal of its cluster's kept document."""
-    n = labels.shape[0]
+def _keep_rank(meta: _Meta, existing: npt.NDArray[np.bool_], keep: str) -> I64:
+    """Every document's rank in the order of preference of the kept document (0: kept
+    first): existing documents (``--against``) first, then by ``keep``, then input order."""
+    n = existing.shape[0]
     ordinal = np.arange(n, dtype=np.int64)
-    dates = np.asarray(meta.dates, dtype=np.int64)
-    lengths = np.asarray(meta.lengths, dtype=np.int64)
-    # lexsort: the last key is primary.  Existing documents always win (--against).
+    # lexsort: the last key is primary.
     if keep == "earliest":
-        keys: tuple[np.ndarray, ...] = (ordinal, dates, ~existing, labels)
+        keys: tuple[np.ndarray, ...] = (ordinal, np.asarray(meta.dates, dtype=np.int64))
     elif keep == "longest":
-        keys = (ordinal, -lengths, ~existing, labels)
+        keys = (ordinal, -np.asarray(meta.lengths, dtype=np.int64))
     else:
-        keys = (ordinal, ~existing, labels)
-    order = np.lexsort(keys)
+        keys = (ordinal,)
+    order = np.lexsort((*keys, ~existing))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = ordinal
+    return rank
+
+
+def _choose_kept(labels: I64, rank: I64) -> I64:
+    """For every document, the ordinal of its cluster's kept document (the best ranked)."""
+    n = labels.shape[0]
+    order = np.lexsort((rank, labels))
     first = np.ones(n, dtype=bool)
     first[1:] = labels[order][1:] != labels[order][:-1]
     kept_of_label = np.empty(n, dtype=np.int64)
@@ -1095,19 +953,30 @@ def _choose_kept(labels: I64, meta: _Meta, existing: npt.NDArray[np.bool_], keep
     return result
 
 
-def _best_scores(n: int, pairs: I64, scores: PairScores, config: DedupConfig) -> F64:
-    """Per document, its highest verification score over the pairs that passed."""
-    if config.verify == "jaccard":
-        basis = scores.jaccard
-    elif config.verify == "lcs":
-        basis = scores.lcs
-    else:
-        basis = scores.estimated
+def _clusters(
+    n: int, pairs: I64, verdicts: PairVerdicts, rank: I64, existing: npt.NDArray[np.bool_], how: str
+) -> tuple[I64, I64, F64]:
+    """``(labels, kept_of, score)`` of every document from the duplicate verdicts:
+    ``score`` is the rule's score of the verdict that removes it (NaN for kept documents)."""
+    ok = verdicts.labels == DUPLICATE
+    left, right, scores = pairs[ok, 0], pairs[ok, 1], verdicts.scores[ok]
     best = np.full(n, -np.inf)
-    ok = scores.passed
-    np.maximum.at(best, pairs[ok, 0], basis[ok])
-    np.maximum.at(best, pairs[ok, 1], basis[ok])
-    return np.where(np.isfinite(best), best, np.nan)
+    if how == "components":
+        labels = component_labels(n, left, right)
+        kept_of = _choose_kept(labels, rank)
+        # The highest score of its duplicate verdicts.
+        np.maximum.at(best, left, scores)
+        np.maximum.at(best, right, scores)
+    else:
+        kept_of = center_labels(rank, left, right, pinned=existing)
+        labels = kept_of
+        # The score of its duplicate verdict with its kept document.
+        joins_left = kept_of[left] == right
+        joins_right = kept_of[right] == left
+        best[left[joins_left]] = scores[joins_left]
+        best[right[joins_right]] = scores[joins_right]
+    best[kept_of == np.arange(n)] = -np.inf
+    return labels, kept_of, np.where(np.isfinite(best), best, np.nan)
 
 
 def _make_client(
@@ -1196,7 +1065,6 @@ def run(
     # At least 8 shards: each shard's sort needs ~40 bytes a key at once, so smaller shards
     # bound the peak (1M documents: 25M keys); the shard count never changes the pairs.
     shuffle = _KeyShards(cfg, max(_MIN_SHARDS, runner.workers * 2))
-    keep_shingles = keeps_shingles(cfg, mode)
     sign_stage = _sign_stage_ranges if use_ranges else _sign_stage
     meta, parts = sign_stage(
         _SignInputs(
@@ -1208,8 +1076,6 @@ def run(
             summary=summary,
             progress=progress,
             shuffle=shuffle,
-            keep_values=_needs_values(cfg, mode),
-            keep_shingles=keep_shingles,
         )
     )
     summary.stage_seconds["sign"] = time.perf_counter() - t0
@@ -1219,37 +1085,26 @@ def run(
     summary.stage_seconds["shuffle"] = time.perf_counter() - t0
     summary.candidate_pairs = int(pairs.shape[0])
 
-    needs_payload = cfg.verify != "none" or mode == "pairs"
     t0 = time.perf_counter()
-    if needs_payload and pairs.shape[0]:
-        involved = np.unique(pairs)
-        if keep_shingles:
-            _payload_from_kept(work, meta, involved, runner)
-        else:
-            _payload_stage(corpus, cfg, runner, work, meta, involved, progress)
-    summary.stage_seconds["reread"] = time.perf_counter() - t0
+    involved = np.unique(pairs)
+    if involved.shape[0]:
+        _profile_stage(corpus, cfg, runner, work, meta, involved, progress)
+    summary.profiled_documents = int(involved.shape[0])
+    summary.stage_seconds["profile"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    # A local pool verifies in this process: the compiled scoring is cheaper than shipping
-    # the gathered shingle sets to a worker (1M benchmark: 1.1 s here, 2.3 s through the
-    # pool).  Dask workers may be many, on other machines: there the chunks go out.
-    verifier = Runner(None) if isinstance(runner.client, LocalPool) else runner
-    scores = _verify_stage(
-        pairs, parts, cfg, verifier, work if needs_payload else None, meta, mode, progress
-    )
+    verdicts = _verify_stage(pairs, cfg, runner, work, meta, mode, progress)
     summary.stage_seconds["verify"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     n = len(meta.ids)
     existing = np.asarray(meta.existing, dtype=bool)
-    ok = scores.passed
-    labels = component_labels(n, pairs[ok, 0], pairs[ok, 1])
-    kept_of = _choose_kept(labels, meta, existing, cfg.keep)
-    best = _best_scores(n, pairs, scores, cfg)
+    rank = _keep_rank(meta, existing, cfg.keep)
+    labels, kept_of, best = _clusters(n, pairs, verdicts, rank, existing, cfg.clusters)
     summary.stage_seconds["merge"] = time.perf_counter() - t0
 
-    lengths = np.concatenate([p.lengths for p in parts]) if parts else np.empty(0, np.int64)
-    result = DedupResult(meta.ids, existing, labels, kept_of, best, pairs, scores, summary)
+    lengths = np.concatenate(parts) if parts else np.empty(0, np.int64)
+    result = DedupResult(meta.ids, existing, labels, kept_of, best, pairs, verdicts, summary)
     new = ~existing
     summary.documents = int(new.sum())
     summary.existing_documents = int(existing.sum())
@@ -1259,7 +1114,10 @@ def run(
     summary.invalid = stats.invalid
     summary.duplicate_ids = stats.duplicate_ids
     summary.skipped_examples = list(stats.examples)
-    summary.verified_pairs = int(ok.sum())
+    counted = np.bincount(verdicts.labels.astype(np.int64), minlength=len(VERDICTS))
+    summary.verdicts = {name: int(c) for name, c in zip(VERDICTS, counted.tolist(), strict=True)}
+    related = int(counted.sum() - counted[UNRELATED])
+    summary.verified_pairs = int(counted[DUPLICATE]) if mode == "dedup" else related
     summary.seconds = time.perf_counter() - clock
     if not keep_work:
         work.remove()
@@ -1342,8 +1200,8 @@ def find_pairs(
     progress: bool = False,
     worker_reads: bool = True,
 ) -> DedupSummary:
-    """Write every candidate pair that passed verification (``config.threshold`` is the
-    minimum score) with its estimated and exact scores and a relation, as JSON Lines."""
+    """Write every candidate pair the rule does not call ``unrelated``, with its verdict
+    (``relation``: duplicate, partial or similar), score and features, as JSON Lines."""
     cfg = config or DedupConfig()
     return _run_and_write(
         input,
@@ -1418,7 +1276,7 @@ def _run_and_write(
             for text, count in result.row_text():
                 writer.write_lines(text, count)
         else:
-            for row in result.pair_rows(cfg):
+            for row in result.pair_rows():
                 writer.write(row)
         writer.commit()
     summary.stage_seconds["write"] = time.perf_counter() - t0

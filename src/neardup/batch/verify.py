@@ -1,121 +1,350 @@
-"""Exact verification of candidate pairs, batched (seed 002: sketch -> Jaccard -> LCS).
+"""Candidate pairs judged by the near-duplicate rule, batched.
 
-Payloads are *ragged* arrays: a flat ``uint64`` array plus ``offsets`` (``n + 1``), so row
-``d`` is ``flat[offsets[d]:offsets[d + 1]]``.  Two payloads are used:
+Batch dedup asks of each candidate pair the one question every detector asks, through the
+one rule (:mod:`neardup.rule`): the profiles of the documents in candidate pairs are made by
+:func:`neardup.rule.profile` (:func:`profile_rows`) and kept as *ragged* arrays (a flat
+array plus ``offsets``, row ``d`` being ``flat[offsets[d]:offsets[d + 1]]``); the pair
+features are computed for a whole chunk of pairs in one compiled loop that calls the rule's
+own feature kernels (:mod:`neardup.rule._kernels`: each text's coverage by the other and
+longest shared passage, the shared shingles, the content-word dot product), and the verdicts
+are the rule's clauses applied to those features for the whole chunk at once
+(:func:`decide_arrays`, property-tested equal to :func:`neardup.rule.decide`).  The kernel
+computes features, never verdicts.
 
-* the exact, sorted, distinct word-shingle set (``neardup.sketch.shingleset``), from which
-  :func:`pair_overlaps` gives the intersection size of each pair by a sorted merge; Jaccard
-  ``|A∩B| / |A∪B|`` and containment of the smaller in the larger ``|A∩B| / min(|A|, |B|)``
-  follow exactly;
-* the token-hash sequence (``neardup.shingles.token_hashes``), for :func:`pair_lcs`: the
-  length of the longest common run of tokens (longest common substring over tokens, seed 002),
-  by dynamic programming with one rolling row, ``O(|a| |b|)`` time and ``O(|b|)`` memory.
-
-The kernels are numba ``@njit(cache=True)`` loops because ragged sorted merges and the LCS
-recurrence do not vectorise in numpy.  Guarantees: exact, deterministic.
+Guarantees: every verdict, score and feature equals :func:`neardup.rule.judge` of the two
+texts (tested pair by pair); deterministic.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
-from neardup._jit import compiled_worthwhile, njit
-from neardup.similarity._overlap_kernels import merge_count
+from neardup._jit import njit
+from neardup.rule import VERDICTS, Features, RuleConfig, profile
+from neardup.rule._kernels import direction, merge_count_sorted, weighted_dot
+from neardup.rule.features import Direction
 
-__all__ = ["jaccard_and_containment", "pair_lcs", "pair_overlaps"]
+__all__ = [
+    "DUPLICATE",
+    "UNRELATED",
+    "PairVerdicts",
+    "ProfileRows",
+    "decide_arrays",
+    "profile_rows",
+    "verify_pairs",
+]
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
+DUPLICATE = VERDICTS.index("duplicate")
+UNRELATED = VERDICTS.index("unrelated")
 
-@njit(cache=True)  # type: ignore[misc]
-def _overlaps(flat: U64, offsets: I64, left: I64, right: I64) -> I64:
-    out = np.zeros(left.shape[0], dtype=np.int64)
-    for k in range(left.shape[0]):
-        i = offsets[left[k]]
-        i_end = offsets[left[k] + 1]
-        j = offsets[right[k]]
-        j_end = offsets[right[k] + 1]
-        out[k] = merge_count(flat, i, i_end, flat, j, j_end)
-    return out
-
-
-def pair_overlaps(flat: U64, offsets: I64, left: I64, right: I64) -> I64:
-    """``|A ∩ B|`` for each pair of rows (rows sorted ascending and distinct)."""
-    if not compiled_worthwhile(5_000 * len(left)):  # a few pairs: numpy, without numba
-        return np.array(
-            [
-                np.intersect1d(
-                    flat[offsets[a] : offsets[a + 1]], flat[offsets[b] : offsets[b + 1]],
-                    assume_unique=True,
-                ).shape[0]
-                for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist(), strict=True)
-            ],
-            dtype=np.int64,
-        )  # fmt: skip
-    result: I64 = _overlaps(
-        np.ascontiguousarray(flat, dtype=np.uint64),
-        np.ascontiguousarray(offsets, dtype=np.int64),
-        np.ascontiguousarray(left, dtype=np.int64),
-        np.ascontiguousarray(right, dtype=np.int64),
-    )
-    return result
+# Columns of PairVerdicts.counts: for each of the two texts (a, then b) its Direction fields
+# (found prose, prose, found tokens, tokens, passage), then the shared distinct shingles and
+# the size of the union of the two shingle sets.
+_DIRECTION = 5
+_SHARED = 10
+_UNION = 11
+_COLUMNS = 12
 
 
-def jaccard_and_containment(flat: U64, offsets: I64, left: I64, right: I64) -> tuple[F64, F64]:
-    """Exact Jaccard and containment (of the smaller set in the larger) of each pair.
+@dataclasses.dataclass(frozen=True)
+class ProfileRows:
+    """The rule's profiles (:class:`neardup.rule.Profile`) of some documents, ragged.
 
-    Two empty sets have Jaccard 1 and containment 1; an empty and a non-empty set 0 and 0.
+    ``shingles`` (text order), ``flags`` (per token) and ``sets`` (sorted distinct
+    shingles), ``terms``/``term_counts`` (content words), each with its offsets; ``norm2``:
+    each row's squared content-word norm (an exact integer).
     """
-    inter = pair_overlaps(flat, offsets, left, right).astype(np.float64)
-    sizes = np.diff(np.asarray(offsets, dtype=np.int64))
-    size_a = sizes[left].astype(np.float64)
-    size_b = sizes[right].astype(np.float64)
-    union = size_a + size_b - inter
-    smaller = np.minimum(size_a, size_b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        jac = np.where(union > 0, inter / np.maximum(union, 1.0), 1.0)
-        both_empty = (size_a == 0) & (size_b == 0)
-        cont = np.where(
-            smaller > 0, inter / np.maximum(smaller, 1.0), np.where(both_empty, 1.0, 0.0)
+
+    shingles: U64
+    shingle_offsets: I64
+    flags: npt.NDArray[np.uint8]
+    token_offsets: I64
+    sets: U64
+    set_offsets: I64
+    terms: U64
+    term_counts: npt.NDArray[np.uint32]
+    term_offsets: I64
+    norm2: I64
+
+    @property
+    def rows(self) -> int:
+        """Number of documents."""
+        return int(self.norm2.shape[0])
+
+    def take(self, rows: I64) -> ProfileRows:
+        """Rows ``rows`` only, in that order."""
+        from neardup.batch.tasks import gather_ragged
+
+        sh, sh_off = gather_ragged(self.shingles, self.shingle_offsets, rows)
+        fl, tok_off = gather_ragged(self.flags, self.token_offsets, rows)
+        st, st_off = gather_ragged(self.sets, self.set_offsets, rows)
+        te, te_off = gather_ragged(self.terms, self.term_offsets, rows)
+        tc, _ = gather_ragged(self.term_counts, self.term_offsets, rows)
+        return ProfileRows(sh, sh_off, fl, tok_off, st, st_off, te, tc, te_off, self.norm2[rows])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Named arrays (to save); :meth:`from_arrays` reads them back."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, Any]) -> ProfileRows:
+        """Rows from :meth:`arrays` (any mapping of those names, e.g. memory-mapped)."""
+        return cls(**{f.name: arrays[f.name] for f in dataclasses.fields(cls)})
+
+    @classmethod
+    def concat(cls, pieces: list[ProfileRows]) -> ProfileRows:
+        """The rows of ``pieces``, in order."""
+        if not pieces:
+            return profile_rows([], RuleConfig())
+        out: dict[str, np.ndarray] = {}
+        for flat, offsets in (
+            ("shingles", "shingle_offsets"),
+            ("flags", "token_offsets"),
+            ("sets", "set_offsets"),
+            ("terms", "term_offsets"),
+        ):
+            out[flat], out[offsets] = _concat_ragged(
+                [getattr(p, flat) for p in pieces], [getattr(p, offsets) for p in pieces]
+            )
+        out["term_counts"] = np.concatenate([p.term_counts for p in pieces])
+        out["norm2"] = np.concatenate([p.norm2 for p in pieces])
+        return cls.from_arrays(out)
+
+
+def _concat_ragged(flats: list[np.ndarray], offsets: list[I64]) -> tuple[np.ndarray, I64]:
+    joined = [np.zeros(1, dtype=np.int64)]
+    base = 0
+    for flat, off in zip(flats, offsets, strict=True):
+        joined.append(np.asarray(off[1:], dtype=np.int64) + base)
+        base += int(flat.shape[0])
+    return np.concatenate([np.asarray(f) for f in flats]), np.concatenate(joined)
+
+
+def _ragged(arrays: list[np.ndarray], dtype: Any) -> tuple[np.ndarray, I64]:
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([a.shape[0] for a in arrays], out=offsets[1:])
+    flat = np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype)
+    return flat, offsets
+
+
+def profile_rows(texts: list[str], rule: RuleConfig) -> ProfileRows:
+    """The rule's profiles of ``texts`` (:func:`neardup.rule.profile`), as ragged rows."""
+    profiles = [profile(text, rule) for text in texts]
+    sh, sh_off = _ragged([p.shingles for p in profiles], np.uint64)
+    fl, tok_off = _ragged([p.flags for p in profiles], np.uint8)
+    st, st_off = _ragged([p.shingle_set for p in profiles], np.uint64)
+    te, te_off = _ragged([p.terms for p in profiles], np.uint64)
+    tc, _ = _ragged([p.term_counts for p in profiles], np.uint32)
+    norm2 = np.array([p.term_norm2 for p in profiles], dtype=np.int64)
+    return ProfileRows(sh, sh_off, fl, tok_off, st, st_off, te, tc, te_off, norm2)
+
+
+@njit(cache=True, nogil=True)  # type: ignore[misc]
+def _pair_counts(
+    left: I64,
+    right: I64,
+    shingles: U64,
+    sh_off: I64,
+    flags: Any,
+    tok_off: I64,
+    sets: U64,
+    set_off: I64,
+    terms: U64,
+    term_counts: Any,
+    term_off: I64,
+    width: int,
+) -> tuple[I64, I64]:  # pragma: no cover - compiled
+    m = left.shape[0]
+    counts = np.zeros((m, _COLUMNS), dtype=np.int64)
+    dots = np.zeros(m, dtype=np.int64)
+    for k in range(m):
+        a, b = left[k], right[k]
+        a_sh = shingles[sh_off[a] : sh_off[a + 1]]
+        b_sh = shingles[sh_off[b] : sh_off[b + 1]]
+        a_fl = flags[tok_off[a] : tok_off[a + 1]]
+        b_fl = flags[tok_off[b] : tok_off[b + 1]]
+        a_set = sets[set_off[a] : set_off[a + 1]]
+        b_set = sets[set_off[b] : set_off[b + 1]]
+        da = direction(a_sh, a_fl, b_set, width)
+        db = direction(b_sh, b_fl, a_set, width)
+        for c in range(_DIRECTION):
+            counts[k, c] = da[c]
+            counts[k, _DIRECTION + c] = db[c]
+        shared = merge_count_sorted(a_set, b_set)
+        counts[k, _SHARED] = shared
+        counts[k, _UNION] = a_set.shape[0] + b_set.shape[0] - shared
+        dots[k] = weighted_dot(
+            terms[term_off[a] : term_off[a + 1]],
+            term_counts[term_off[a] : term_off[a + 1]],
+            terms[term_off[b] : term_off[b + 1]],
+            term_counts[term_off[b] : term_off[b + 1]],
         )
-    return jac, cont
+    return counts, dots
 
 
-@njit(cache=True)  # type: ignore[misc]
-def _lcs(flat: U64, offsets: I64, left: I64, right: I64) -> I64:
-    out = np.zeros(left.shape[0], dtype=np.int64)
-    for k in range(left.shape[0]):
-        a0 = offsets[left[k]]
-        na = offsets[left[k] + 1] - a0
-        b0 = offsets[right[k]]
-        nb = offsets[right[k] + 1] - b0
-        row = np.zeros(nb + 1, dtype=np.int64)
-        best = 0
-        for i in range(1, na + 1):
-            prev_diag = 0
-            ai = flat[a0 + i - 1]
-            for j in range(1, nb + 1):
-                saved = row[j]
-                if ai == flat[b0 + j - 1]:
-                    row[j] = prev_diag + 1
-                    if row[j] > best:
-                        best = row[j]
-                else:
-                    row[j] = 0
-                prev_diag = saved
-        out[k] = best
+@dataclasses.dataclass(frozen=True)
+class PairVerdicts:
+    """The rule's verdicts on pairs: ``labels`` (indexes into :data:`neardup.rule.VERDICTS`)
+    and ``scores`` of every pair; the features of the pairs listed in ``kept`` (ascending
+    pair indexes: ``counts``, the integer features, and ``cosine``), from which
+    :meth:`features` rebuilds a pair's :class:`~neardup.rule.Features`.  Features are kept
+    for the pairs a ``pairs`` output reports (the related ones), not for the millions of
+    ``unrelated`` candidates, nor at all for ``dedup``."""
+
+    labels: npt.NDArray[np.int8]
+    scores: F64
+    kept: I64
+    counts: I64
+    cosine: F64
+
+    @classmethod
+    def empty(cls) -> PairVerdicts:
+        """No pairs."""
+        return cls(
+            np.empty(0, dtype=np.int8),
+            np.empty(0, dtype=np.float64),
+            np.empty(0, dtype=np.int64),
+            np.empty((0, _COLUMNS), dtype=np.int64),
+            np.empty(0, dtype=np.float64),
+        )
+
+    @classmethod
+    def concat(cls, pieces: list[PairVerdicts]) -> PairVerdicts:
+        """The pairs of ``pieces``, in order."""
+        if not pieces:
+            return cls.empty()
+        base = np.cumsum([0] + [p.labels.shape[0] for p in pieces[:-1]])
+        return cls(
+            np.concatenate([p.labels for p in pieces]),
+            np.concatenate([p.scores for p in pieces]),
+            np.concatenate([p.kept + b for p, b in zip(pieces, base.tolist(), strict=True)]),
+            np.concatenate([p.counts for p in pieces]),
+            np.concatenate([p.cosine for p in pieces]),
+        )
+
+    def label(self, k: int) -> str:
+        """The verdict of pair ``k``."""
+        return VERDICTS[int(self.labels[k])]
+
+    def related(self) -> Iterator[tuple[int, Features]]:
+        """``(pair index, features)`` of the kept pairs the rule did not call
+        ``unrelated``, in pair order."""
+        for at, k in enumerate(self.kept.tolist()):
+            if self.labels[k] != UNRELATED:
+                yield k, _features(self.counts[at].tolist(), float(self.cosine[at]))
+
+    def features(self, k: int) -> Features:
+        """The :class:`~neardup.rule.Features` of pair ``k`` (``KeyError`` when they were
+        not kept)."""
+        at = int(np.searchsorted(self.kept, k))
+        if at == self.kept.shape[0] or self.kept[at] != k:
+            raise KeyError(f"the features of pair {k} were not kept")
+        return _features(self.counts[at].tolist(), float(self.cosine[at]))
+
+
+def _features(row: list[int], cosine: float) -> Features:
+    a = Direction(*row[:_DIRECTION])
+    b = Direction(*row[_DIRECTION : 2 * _DIRECTION])
+    shared, union = row[_SHARED], row[_UNION]
+    # The same expression as neardup.rule.features.pair_features (tested equal).
+    return Features(a, b, shared, shared / union if union else 1.0, cosine)
+
+
+def _coverage(found_prose: I64, prose: I64, found_tokens: I64, tokens: I64) -> F64:
+    """:attr:`neardup.rule.features.Direction.coverage` of arrays (the same divisions)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        of_prose = found_prose / prose
+        of_tokens = np.where(tokens > 0, found_tokens / np.maximum(tokens, 1), 0.0)
+    out: F64 = np.where(prose > 0, of_prose, of_tokens)
     return out
 
 
-def pair_lcs(flat: U64, offsets: I64, left: I64, right: I64) -> I64:
-    """Length in tokens of the longest common run of tokens of each pair of rows."""
-    result: I64 = _lcs(
-        np.ascontiguousarray(flat, dtype=np.uint64),
-        np.ascontiguousarray(offsets, dtype=np.int64),
-        np.ascontiguousarray(left, dtype=np.int64),
-        np.ascontiguousarray(right, dtype=np.int64),
+def _cosines(dots: I64, norm2: I64, left: I64, right: I64) -> F64:
+    """The rule's content-word cosine of each pair: ``min(1, dot / sqrt(|a|^2 |b|^2))`` with
+    the product of the squared norms an exact integer before its one rounding to a float,
+    as :func:`neardup.rule.pair_features` computes it (int64 when the product fits in the
+    53 bits a float holds exactly; Python integers otherwise)."""
+    a = norm2[left]
+    b = norm2[right]
+    small = (a < (1 << 26)) & (b < (1 << 26))
+    norms2 = np.empty(left.shape[0], dtype=np.float64)
+    norms2[small] = (a[small] * b[small]).astype(np.float64)
+    for k in np.flatnonzero(~small).tolist():
+        norms2[k] = float(int(a[k]) * int(b[k]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cos = np.minimum(1.0, dots / np.sqrt(norms2))
+    out: F64 = np.where(norms2 > 0, cos, 0.0)
+    return out
+
+
+def decide_arrays(
+    coverage_a: F64, coverage_b: F64, passage: I64, cosine: F64, rule: RuleConfig
+) -> tuple[npt.NDArray[np.int8], F64]:
+    """:func:`neardup.rule.decide` of many pairs at once: ``(labels, scores)``, labels as
+    indexes into :data:`neardup.rule.VERDICTS`.
+
+    The rule's clauses (:func:`neardup.rule.clauses_of`) and order (:func:`neardup.rule.
+    label_of`) on arrays, for the millions of candidate pairs of a corpus, where one Python
+    call per pair would cost more than computing its features; property-tested equal to
+    ``decide`` on every element (tests/test_batch_verify.py).
+    """
+    high = np.maximum(coverage_a, coverage_b)
+    low = np.minimum(coverage_a, coverage_b)
+    duplicate = (high >= rule.duplicate_min_coverage) & (low >= rule.duplicate_min_coverage_other)
+    partial = ~duplicate & (passage.astype(np.float64) >= float(rule.partial_min_passage))
+    similar = ~duplicate & ~partial & (cosine >= rule.similar_min_cosine)
+    labels = np.full(coverage_a.shape[0], UNRELATED, dtype=np.int8)
+    labels[duplicate] = DUPLICATE
+    labels[partial] = VERDICTS.index("partial")
+    labels[similar] = VERDICTS.index("similar")
+    copied = duplicate | partial
+    scores: F64 = np.where(copied, (coverage_a + coverage_b) / 2, cosine)
+    return labels, scores
+
+
+def verify_pairs(
+    pairs: I64, rows: ProfileRows, rule: RuleConfig, features: str = "related"
+) -> PairVerdicts:
+    """The rule's verdict on each pair ``(a, b)`` of rows of ``rows`` (a before b); the
+    features are kept for ``"all"`` pairs, the ``"related"`` ones (not ``unrelated``) or
+    ``"none"``."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if pairs.shape[0] == 0:
+        return PairVerdicts.empty()
+    left = np.ascontiguousarray(pairs[:, 0])
+    right = np.ascontiguousarray(pairs[:, 1])
+    counts, dots = _pair_counts(
+        left,
+        right,
+        np.ascontiguousarray(rows.shingles, dtype=np.uint64),
+        np.ascontiguousarray(rows.shingle_offsets, dtype=np.int64),
+        np.ascontiguousarray(rows.flags, dtype=np.uint8),
+        np.ascontiguousarray(rows.token_offsets, dtype=np.int64),
+        np.ascontiguousarray(rows.sets, dtype=np.uint64),
+        np.ascontiguousarray(rows.set_offsets, dtype=np.int64),
+        np.ascontiguousarray(rows.terms, dtype=np.uint64),
+        np.ascontiguousarray(rows.term_counts, dtype=np.uint32),
+        np.ascontiguousarray(rows.term_offsets, dtype=np.int64),
+        rule.width,
     )
-    return result
+    cosine = _cosines(dots, np.asarray(rows.norm2, dtype=np.int64), left, right)
+    coverage_a = _coverage(*(counts[:, c] for c in range(4)))
+    coverage_b = _coverage(*(counts[:, _DIRECTION + c] for c in range(4)))
+    passage = np.minimum(counts[:, 4], counts[:, _DIRECTION + 4])
+    labels, scores = decide_arrays(coverage_a, coverage_b, passage, cosine, rule)
+    if features == "all":
+        kept = np.arange(labels.shape[0], dtype=np.int64)
+    elif features == "related":
+        kept = np.flatnonzero(labels != UNRELATED).astype(np.int64)
+    else:
+        kept = np.empty(0, dtype=np.int64)
+    return PairVerdicts(labels, scores, kept, counts[kept], cosine[kept])

@@ -19,7 +19,7 @@ import click
 
 from neardup.batch.engine import DedupSummary, dedup, find_pairs
 from neardup.batch.io import check_complete
-from neardup.batch.tasks import KEEP_POLICIES, METHODS, VERIFY_MODES, DedupConfig
+from neardup.batch.tasks import CANDIDATE_SOURCES, CLUSTERINGS, KEEP_POLICIES, DedupConfig
 from neardup.cli.common import (
     check_output,
     force_option,
@@ -51,21 +51,18 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             help="JSON Lines output (.gz to compress); written only when complete.",
         ),
         click.option(
-            "--method",
-            type=click.Choice(METHODS),
-            default="minhash",
+            "--candidates",
+            default=",".join(CANDIDATE_SOURCES),
             show_default=True,
-            help="Signature that finds candidate pairs: minhash (word shingles, the general"
-            " choice), simhash (fastest, for near-identical copies), sentences (shared"
-            " sentences), spotsigs (stop-word anchored shingles, robust to page clutter).",
+            help="Sources of candidate pairs, comma-separated: lsh (whole texts alike), "
+            "passages (a shared passage: excerpts, truncated reprints).",
         ),
         click.option(
-            "--verify",
-            type=click.Choice(VERIFY_MODES),
-            default="jaccard",
+            "--lsh-threshold",
+            type=float,
+            default=0.5,
             show_default=True,
-            help="Exact check of each candidate pair: jaccard (shingle overlap), lcs (also"
-            " the longest common passage, slower), none (trust the signature's estimate).",
+            help="Jaccard the LSH bands are tuned for (candidates only: the rule decides).",
         ),
         click.option(
             "--num-perm",
@@ -75,25 +72,10 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             help="MinHash values per document: more gives closer estimates and costs time.",
         ),
         click.option(
-            "--width",
-            type=int,
-            default=4,
-            show_default=True,
-            help="Words per shingle: smaller finds looser copies, larger only close ones.",
-        ),
-        click.option(
             "--bands",
             type=int,
             default=None,
-            help="LSH bands (default: chosen from the threshold so few true pairs are missed).",
-        ),
-        click.option(
-            "--max-distance",
-            type=int,
-            default=3,
-            show_default=True,
-            help="With --method simhash: the most bits (of 64) in which a candidate pair may"
-            " differ.",
+            help="LSH bands (default: chosen from --lsh-threshold so few true pairs are missed).",
         ),
         click.option(
             "--partition-size",
@@ -154,13 +136,12 @@ def _fields(opts: dict[str, Any]) -> FieldNames:
 
 
 def _config(opts: dict[str, Any], **extra: Any) -> DedupConfig:
+    sources = tuple(s.strip() for s in opts["candidates"].split(",") if s.strip())
     return DedupConfig(
-        method=opts["method"],
-        verify=opts["verify"],
+        candidates=sources,
+        lsh_threshold=opts["lsh_threshold"],
         num_perm=opts["num_perm"],
-        width=opts["width"],
         bands=opts["bands"],
-        max_distance=opts["max_distance"],
         partition_size=opts["partition_size"],
         **extra,
     )
@@ -168,6 +149,7 @@ def _config(opts: dict[str, Any], **extra: Any) -> DedupConfig:
 
 def _print_summary(summary: DedupSummary, kind: str, opts: dict[str, Any]) -> None:
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in summary.stage_seconds.items())
+    verdicts = ", ".join(f"{n} {c}" for n, c in summary.verdicts.items())
     if summary.documents == 0 and summary.existing_documents == 0:
         warn(f"{opts['input']} holds no document")
     lines = [
@@ -175,18 +157,12 @@ def _print_summary(summary: DedupSummary, kind: str, opts: dict[str, Any]) -> No
         + (f" (+{summary.existing_documents} existing)" if summary.existing_documents else "")
     ]
     if kind == "dedup":
-        lines += [
-            f"clusters: {summary.clusters}",
-            f"removed: {summary.removed}",
-            f"duplicates: {summary.verified_pairs} of {summary.candidate_pairs} candidate"
-            " pairs verified",
-        ]
+        lines += [f"clusters: {summary.clusters}", f"removed: {summary.removed}"]
     else:
-        lines.append(
-            f"pairs written: {summary.verified_pairs} of {summary.candidate_pairs} candidate"
-            " pairs verified"
-        )
+        lines.append(f"pairs written: {summary.verified_pairs}")
     lines += [
+        f"candidate pairs: {summary.candidate_pairs} ({summary.profiled_documents} documents "
+        f"profiled); verdicts: {verdicts or 'none'}",
         f"empty texts: {summary.empty}; malformed lines skipped: {summary.invalid}; "
         f"duplicate ids skipped: {summary.duplicate_ids}",
         f"time: {summary.seconds:.1f}s ({stages})",
@@ -272,13 +248,6 @@ def _report_work(work: Path, fresh: bool) -> None:
 @click.command("dedup")
 @_common_options
 @click.option(
-    "--threshold",
-    type=float,
-    default=0.5,
-    show_default=True,
-    help="Minimum similarity for a duplicate (of the --verify score).",
-)
-@click.option(
     "--keep",
     type=click.Choice(KEEP_POLICIES),
     default="earliest",
@@ -286,54 +255,35 @@ def _report_work(work: Path, fresh: bool) -> None:
     help="Which document of a cluster is kept.",
 )
 @click.option(
+    "--clusters",
+    type=click.Choice(CLUSTERINGS),
+    default="centers",
+    show_default=True,
+    help="centers: every removed document is a duplicate of the one kept for it; "
+    "components: a chain of duplicates is one cluster.",
+)
+@click.option(
     "--write-kept",
     type=click.Path(dir_okay=False),
     default=None,
     help="Also write the kept documents, with all their fields, to this JSON Lines file.",
 )
-def dedup_command(threshold: float, keep: str, write_kept: str | None, **opts: Any) -> None:
+def dedup_command(keep: str, clusters: str, write_kept: str | None, **opts: Any) -> None:
     """Deduplicate INPUT (JSONL, .jsonl.gz, Parquet or a folder of them).
 
-    Writes one row per document to OUTPUT: {"id", "cluster", "duplicate_of", "score"}.
+    Every candidate pair is judged by the near-duplicate rule; each document it calls a
+    duplicate of a kept document is removed. Writes one row per document to OUTPUT:
+    {"id", "cluster", "duplicate_of", "score"}.
     """
-    _run("dedup", opts, _config(opts, threshold=threshold, keep=keep), write_kept)
+    _run("dedup", opts, _config(opts, keep=keep, clusters=clusters), write_kept)
 
 
 @click.command("pairs")
 @_common_options
-@click.option(
-    "--min-score",
-    type=float,
-    default=0.5,
-    show_default=True,
-    help="Minimum verified score of a reported pair.",
-)
-@click.option(
-    "--duplicate-score",
-    type=float,
-    default=0.8,
-    show_default=True,
-    help="A pair scoring at least this is labelled duplicate (else partial or similar).",
-)
-@click.option(
-    "--partial-containment",
-    type=float,
-    default=0.8,
-    show_default=True,
-    help="A pair whose shorter text is at least this much inside the longer is partial.",
-)
-def pairs_command(
-    min_score: float, duplicate_score: float, partial_containment: float, **opts: Any
-) -> None:
-    """Write every candidate pair of INPUT that passed verification, with its scores.
+def pairs_command(**opts: Any) -> None:
+    """Write every pair of INPUT the near-duplicate rule relates, with its verdict.
 
-    Rows: {"id_a", "id_b", "estimated", "jaccard", "containment", "lcs", "relation"};
-    relation is duplicate, partial (the shorter mostly contained in the longer) or similar.
+    Rows: {"id_a", "id_b", "relation", "score", "features"}; relation is duplicate (the
+    same article), partial (a passage copied) or similar (the same story, written apart).
     """
-    config = _config(
-        opts,
-        threshold=min_score,
-        duplicate_score=duplicate_score,
-        partial_containment=partial_containment,
-    )
-    _run("pairs", opts, config, None)
+    _run("pairs", opts, _config(opts), None)

@@ -1,0 +1,178 @@
+"""Batched verification (neardup.batch.verify) equals the rule's ``judge`` pair by pair,
+on the texts a corpus really holds: scraped pages with furniture and quotes, Unicode and
+CJK, one-word and empty texts; ragged profile rows survive take/concat/arrays."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.batch.verify import (
+    PairVerdicts,
+    ProfileRows,
+    _cosines,
+    _coverage,
+    decide_arrays,
+    profile_rows,
+    verify_pairs,
+)
+from neardup.rule import VERDICTS, Features, RuleConfig, decide, judge
+from neardup.rule.features import Direction
+
+STORY = (
+    "The central bank raised its main interest rate by half a point on Tuesday, the first "
+    "increase in three years, citing a sharp rise in consumer prices over the winter. "
+    "Officials said the decision was unanimous and that further increases could follow if "
+    "inflation failed to slow in the coming months, according to a statement."
+)
+TEXTS = [
+    STORY,
+    "Share story\n" + STORY + "\nMost Read\n\n(AP Photo/Some One)",
+    STORY[: len(STORY) // 2],
+    "Analysts said: “" + STORY + "” They expected it.",
+    "Die Zentralbank hat den Leitzins am Dienstag um einen halben Punkt angehoben, zum "
+    "ersten Mal seit drei Jahren, wegen der stark gestiegenen Verbraucherpreise.",
+    "央行周二将主要利率上调半个百分点，这是三年来首次加息，理由是冬季消费价格大幅上涨。",
+    "央行周二将主要利率上调半个百分点，这是三年来首次加息。",
+    "word",
+    "",
+    "   \n\n  ",
+    "Most Read\nShare story\nSign up",
+]
+
+
+def test_verdicts_equal_judge_on_every_pair() -> None:
+    rule = RuleConfig()
+    rows = profile_rows(TEXTS, rule)
+    pairs = np.array(list(itertools.combinations(range(len(TEXTS)), 2)), dtype=np.int64)
+    verdicts = verify_pairs(pairs, rows, rule, features="all")
+    labels = set()
+    for k, (a, b) in enumerate(pairs.tolist()):
+        expected = judge(TEXTS[a], TEXTS[b], rule)
+        assert verdicts.label(k) == expected.label
+        assert verdicts.scores[k] == expected.score
+        assert verdicts.features(k) == expected.features
+        labels.add(expected.label)
+    assert {"duplicate", "unrelated"} <= labels
+
+
+def test_another_rule_config_is_followed() -> None:
+    rule = RuleConfig(partial_min_passage=10, duplicate_min_coverage=0.9, width=3)
+    rows = profile_rows(TEXTS[:4], rule)
+    pairs = np.array(list(itertools.combinations(range(4), 2)), dtype=np.int64)
+    verdicts = verify_pairs(pairs, rows, rule)
+    for k, (a, b) in enumerate(pairs.tolist()):
+        assert verdicts.label(k) == judge(TEXTS[a], TEXTS[b], rule).label
+
+
+def test_profile_rows_take_concat_and_arrays() -> None:
+    rule = RuleConfig()
+    rows = profile_rows(TEXTS, rule)
+    assert rows.rows == len(TEXTS)
+    order = np.array([3, 0, 8, 5], dtype=np.int64)
+    taken = rows.take(order)
+    single = [profile_rows([TEXTS[i]], rule) for i in order.tolist()]
+    joined = ProfileRows.concat(single)
+    for name, value in taken.arrays().items():
+        assert np.array_equal(value, joined.arrays()[name]), name
+    again = ProfileRows.from_arrays(taken.arrays())
+    pairs = np.array([[0, 1], [1, 3], [0, 2]], dtype=np.int64)
+    assert np.array_equal(
+        verify_pairs(pairs, again, rule).labels, verify_pairs(pairs, joined, rule).labels
+    )
+
+
+def test_no_pairs_and_concat_of_nothing() -> None:
+    rule = RuleConfig()
+    empty = verify_pairs(np.empty((0, 2), dtype=np.int64), profile_rows([], rule), rule)
+    assert empty.labels.shape == (0,)
+    assert PairVerdicts.concat([]).counts.shape == (0, 12)
+    assert PairVerdicts.concat([]).kept.shape == (0,)
+    assert ProfileRows.concat([]).rows == 0
+
+
+@pytest.mark.parametrize("text", ["", "word", STORY])
+def test_a_text_and_itself(text: str) -> None:
+    rule = RuleConfig()
+    rows = profile_rows([text, text], rule)
+    verdicts = verify_pairs(np.array([[0, 1]]), rows, rule)
+    assert verdicts.label(0) == judge(text, text, rule).label
+
+
+_COUNTS = st.tuples(
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.integers(0, 60),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_COUNTS, _COUNTS, st.sampled_from([0.0, 0.1, 0.2, 0.2000001, 0.5, 1.0])),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from(
+        [
+            RuleConfig(),
+            RuleConfig(partial_min_passage=5, duplicate_min_coverage=0.6),
+            RuleConfig(duplicate_min_coverage=0.5, duplicate_min_coverage_other=0.5),
+        ]
+    ),
+)
+def test_decide_arrays_equals_decide(
+    rows: list[tuple[tuple[int, ...], tuple[int, ...], float]], rule: RuleConfig
+) -> None:
+    """Features of every kind (no prose, no tokens, values on the thresholds): the array
+    form gives ``decide``'s label and score for each."""
+    features = []
+    for a, b, cosine in rows:
+        # Keep each direction consistent: found <= total.
+        da = Direction(min(a[0], a[1]), a[1], min(a[2], a[3]), a[3], a[4])
+        db = Direction(min(b[0], b[1]), b[1], min(b[2], b[3]), b[3], b[4])
+        features.append(Features(da, db, 0, 0.0, cosine))
+    labels, scores = decide_arrays(
+        np.array([f.coverage_a for f in features]),
+        np.array([f.coverage_b for f in features]),
+        np.array([f.passage for f in features], dtype=np.int64),
+        np.array([f.cosine for f in features]),
+        rule,
+    )
+    for k, f in enumerate(features):
+        label, score, _ = decide(f, rule)
+        assert VERDICTS[labels[k]] == label
+        assert scores[k] == score
+
+
+def test_coverage_arrays_equal_direction_coverage() -> None:
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(0, 50, 2000)
+    prose = np.minimum(tokens, rng.integers(0, 50, 2000))
+    found_tokens = np.minimum(tokens, rng.integers(0, 50, 2000))
+    found_prose = np.minimum(prose, found_tokens)
+    got = _coverage(found_prose, prose, found_tokens, tokens)
+    for k in range(2000):
+        d = Direction(int(found_prose[k]), int(prose[k]), int(found_tokens[k]), int(tokens[k]), 0)
+        assert got[k] == d.coverage
+
+
+def test_cosine_of_huge_norms_is_exact() -> None:
+    """Squared norms whose product passes 2**53 go through Python integers, as in the rule."""
+    import math
+
+    norm2 = np.array([(1 << 40) + 7, (1 << 30) + 3, 25, 0], dtype=np.int64)
+    left = np.array([0, 2, 3, 0], dtype=np.int64)
+    right = np.array([1, 2, 2, 0], dtype=np.int64)
+    dots = np.array([(1 << 35) + 11, 25, 0, 5], dtype=np.int64)
+    got = _cosines(dots, norm2, left, right)
+    for k in range(4):
+        n = int(norm2[left[k]]) * int(norm2[right[k]])
+        want = min(1.0, int(dots[k]) / math.sqrt(n)) if n else 0.0
+        assert got[k] == want
