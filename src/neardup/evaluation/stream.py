@@ -6,8 +6,8 @@ stream's verdict: the match of the later article with the earlier one in its dec
 in the later article's ``similar()`` list, else ``unrelated``.  It reports, per verdict
 (``duplicate``, ``partial``, ``similar``), precision / recall / F1 against the labels, the
 same for the rule applied to the pair directly (:func:`neardup.rule.judge`), how often the
-two agree (the stream reaches only its candidates), and duplicate precision / recall / F1
-read as "in the same duplicate group".
+two agree (the stream reaches only its candidates), duplicate precision / recall / F1
+read as "in the same duplicate group", and the stream's verdict of each pair (``verdicts``).
 
 Labels are normalised: ``related`` counts as ``similar``, ``different`` as ``unrelated``.
 Deterministic; memory: one decision per document.
@@ -109,6 +109,7 @@ def evaluate_stream(
         "rule": _scores(gold, rule_v),
         "same_group": _scores(gold, group)["duplicate"],
         "agreement_with_rule": agree / len(pairs) if pairs else None,
+        "verdicts": stream_v,
         "disagreements": dict(
             Counter(
                 f"rule {r} / stream {s}" for s, r in zip(stream_v, rule_v, strict=True) if s != r
