@@ -9,7 +9,8 @@ docs/evaluation.md, "The judgement").  Sections:
 1. **How the defaults were chosen** (the protocol): the rule's four thresholds are chosen on
    one half of the read-labelled real news (``provenance_news_2018_dev``, its pair batches
    ``0-*`` and ``1-*``), by the mean of duplicate F1 and partial F1, and reported on the other
-   half; then the halves swap.  The shipped defaults are the choice made on half ``0``.
+   half; then the halves swap (how much the choice itself varies).  The shipped defaults are
+   the choice made on both halves, reported on the other sets (section 2).
 2. **The defaults on every set**: duplicate and partial precision / recall / F1 on both
    provenance halves, the project's Reuters perturbation benchmark (``neardup synth``, label
    rules ``guide`` and ``editorial``), an independently generated benchmark of edited
@@ -20,10 +21,12 @@ docs/evaluation.md, "The judgement").  Sections:
    used to choose anything.
 3. **Ablations**: each page-furniture cue, the quotation rule and each clause removed, one at
    a time: what duplicate and partial F1 each buys on each set.
-4. **Detectors against the rule**: the news stream (``NewsIndex``, every provenance article
-   ingested in date order) on the labelled pairs: its verdict for each pair (from the later
-   article's decision, else its ``similar()`` list), how often it equals ``judge()``'s, and
-   its duplicate F1 against the readers both as a direct verdict and as "same group".
+4. **Every detector against the rule**, on the read-labelled pairs, per half: the news
+   stream (``NewsIndex``, every provenance article ingested in date order; its verdict of a
+   pair from the later article's decision, else its ``similar()`` list), batch ``pairs``
+   (its relation) and ``dedup`` (same cluster), and ``dedup_result_set`` of the pair's two
+   default signatures: duplicate precision / recall / F1 against the readers and how often
+   the detector's decision equals ``judge()``'s.
 
 Deterministic (synth and the sampling are seeded).  Memory: every text's profile.
 """
