@@ -17,7 +17,7 @@ docs/evaluation.md, "The judgement").  Sections:
    scraped news (``research/newsgen.py``, when ``--newsgen`` names its output), Clough &
    Stevenson (reuse of a source by students), PAN 2013 text alignment (plagiarism with
    obfuscation), and the blind-judged Reuters pairs of templated items
-   (``benchmarks/judged/reuters_blind.json``).  Sets other than provenance half 0 were not
+   (``benchmarks/judged/reuters_blind.json``).  Sets other than the provenance pairs were not
    used to choose anything.
 3. **Ablations**: each page-furniture cue, the quotation rule and each clause removed, one at
    a time: what duplicate and partial F1 each buys on each set.
