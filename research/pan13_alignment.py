@@ -10,8 +10,9 @@ Tuning is honest: :func:`pair_split` puts every pair in the ``"tune"`` or the ``
 a stable hash (xxh64) of its ids; parameters are chosen on one half and reported on the other.
 
 Run:
-    python research/pan13_alignment.py --tune [--split tune] [--limit N]   # rank the grid
-    python research/pan13_alignment.py --out docs/origin                    # origin's tables
+    python research/pan13_alignment.py --score passages --split test     # one aligner's table
+    python research/pan13_alignment.py --tune [--split tune] [--limit N]  # rank the grid
+    python research/pan13_alignment.py --out docs/origin                   # origin's tables
 
 The same scores on any labelled pairs in this format: ``neardup eval alignment LABELS --docs
 DOCS``.  Deterministic.
@@ -255,17 +256,24 @@ def run_alignment(
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """``python research/pan13_alignment.py --tune [--split tune] [--limit N]`` prints the
-    grid ranked on one half; without ``--tune`` it writes the origin runs (``--out``)."""
+    """``--score METHOD`` prints one aligner's table on ``--split``; ``--tune`` prints the grid
+    ranked on one half; without either it writes the origin runs (``--out``)."""
     parser = argparse.ArgumentParser(description="PAN13 passage alignment")
     parser.add_argument("--out", type=Path, default=Path("docs/origin"))
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--tune", action="store_true", help="rank TUNING_GRID on --split")
+    parser.add_argument("--score", choices=("passages", "origin"), help="score on --split")
     parser.add_argument("--split", choices=SPLITS, default="tune")
     parser.add_argument("--top", type=int, default=10)
     args = parser.parse_args(list(argv) if argv is not None else None)
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if args.score:
+        scores = evaluate_alignment(
+            args.data, method=args.score, limit=args.limit, split=args.split, progress=say
+        )
+        print(render_markdown({f"{args.score}, {args.split} half": scores}))
+        return 0
     if args.tune:
         ranked = tune_alignment(args.data, split=args.split, limit=args.limit, progress=say)
         base = AlignmentConfig().to_dict()

@@ -178,7 +178,7 @@ def _corpus_articles(path: str, bad: BadLines, seen: list[int]) -> Iterator[Arti
 @click.option(
     "--edits",
     default=None,
-    help="Comma-separated edit types (default: all; see docs/evaluation.md).",
+    help="Comma-separated edit types (default: all; see docs/eval.md).",
 )
 @click.option(
     "--label-rule",

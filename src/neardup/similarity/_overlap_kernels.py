@@ -3,9 +3,9 @@
 ``sorted_intersection_size``: the size of the intersection of two shingle sets stored as
 sorted distinct uint64 arrays (what :func:`neardup.sketch.shingleset.sign_shingles` makes),
 in one merge pass.  ``numpy.intersect1d(a, b, assume_unique=True).size`` gives the same
-number for any arrays of distinct values; it concatenates and sorts, which on ~300 values
-is dominated by numpy's per-call overhead (about 4 us a call, hundreds of thousands of
-calls per 50,000 ingested articles).  The kernel checks the order as it goes and returns
+number for any arrays of distinct values; it concatenates and sorts, which on a news
+article's few hundred values is dominated by numpy's per-call overhead, paid once per
+candidate pair.  The kernel checks the order as it goes and returns
 -1 when an input is not strictly increasing, so the caller falls back to numpy (exact in
 every case).  Deterministic; O(len(a) + len(b)); no allocation.
 """

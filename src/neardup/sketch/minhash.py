@@ -20,13 +20,11 @@ reference; OPH vectorised with numpy):
     documents probe alike).  Cost O(n + num_perm), and still Pr[equal value] = Jaccard.
 
 Both give unbiased estimates of the Jaccard similarity J of the two shingle sets with
-standard error about ``sqrt(J (1 - J) / num_perm)``.  Measured on 1,838 Reuters pairs
-(``benchmarks/bench_minhash.py``): RMSE / theoretical RMSE 1.000 (permutations) and 0.988
-(oph) at 128 values, no measurable bias.  The default is ``"permutations"``: on news-sized
-articles (~130 shingles) its fused compiled kernel (:mod:`neardup._kernels`) signs about
-2-3 times as fast as ``"oph"`` end to end (``benchmarks/bench_sign.py``); ``"oph"`` is the
-better choice for long documents (its cost does not grow with ``num_perm * n``: 10x faster
-at 100,000 shingles).
+standard error about ``sqrt(J (1 - J) / num_perm)`` (their measured error: docs/signatures.md).
+The default is ``"permutations"``: on news-sized articles (a few hundred shingles) its fused
+compiled kernel (:mod:`neardup._kernels`) signs faster than ``"oph"``; ``"oph"`` is the
+better choice for long documents, as its cost does not grow with ``num_perm * n``
+(``benchmarks/bench_sign.py``).
 
 The signature is ``num_perm`` uint64 values (position ``i`` = value ``i``).  A text without
 shingles gives the *empty* signature (no values); :func:`estimate_jaccard` defines two empty
@@ -143,7 +141,7 @@ def _permutation_params(num_perm: int, seed: int) -> tuple[U64, U64]:
 
 def _minhash_permutations(shingles: U64, num_perm: int, seed: int) -> U64:
     """The k-permutation values in one compiled pass (equal to the numpy reference below,
-    tested; about 3 us instead of 20 for a news article's 150 shingles and 32 values)."""
+    tested); small inputs take the numpy reference, which starts faster."""
     if not shingles.shape[0]:
         return np.empty(0, dtype=np.uint64)
     if not compiled_worthwhile(_numpy_cost(shingles.shape[0], num_perm)):
