@@ -96,9 +96,9 @@ fewer than the original's (strengths up to 0.5; at 1.0 mostly similar);
 (under ``editorial`` the inserts become similar beyond about a quarter of added words).
 
 *Similar* examples are therefore copies of the same story with most of their text shared but
-cut beyond half or padded beyond the rule's share of added words; no paraphrased rewrites are generated (that needs a
-paraphraser), and different stories on the same topic are *different*, not *similar*
-("similar" is the same story).
+cut beyond half or padded beyond the rule's share of added words; no paraphrased rewrites are
+generated (that needs a paraphraser), and different stories on the same topic are
+*different*, not *similar* ("similar" is the same story).
 
 * Pairs of independent articles (same-topic negatives, and the article that lent a quotation
   vs the article that received it) are **different** by construction.

@@ -51,8 +51,8 @@ ASCII texts take the compiled token path (:mod:`neardup.similarity.spans`).
 
 Guarantees: pure and deterministic (terms are seeded 64-bit hashes, the same in every process;
 every sort has a total key); approximate in the sense of the paper (a heuristic aligner, its
-quality on PAN13 in ``docs/evaluation.md``); seeding runs an inverted index per block of 256 x 256 units
-(time proportional to the number of (unit, unit, shared term) triples, memory bounded by the
+quality on PAN13 in ``docs/eval.md``); seeding runs an inverted index per block of 256 x 256
+units (time proportional to the number of (unit, unit, shared term) triples, memory bounded by the
 block size beyond the sparse unit vectors, which are linear in the texts); texts longer than
 ``max_text_chars`` raise :class:`~neardup.errors.InputTooLargeError`.
 """
