@@ -39,12 +39,11 @@ from typing import Any, TypeVar
 
 import click
 
-from neardup.batch.io import check_object, parse_json_line
 from neardup.cli.common import (
     BadLines,
     check_output,
     force_option,
-    input_lines,
+    input_articles,
     on_error_option,
     require_input,
     warn,
@@ -115,16 +114,12 @@ def _write_text(path: Path, text: str) -> None:
 def _corpus_articles(path: str, bad: BadLines, seen: list[int]) -> Iterator[Article]:
     """The articles of a JSON Lines corpus by the shared ``--on-error`` convention; counts
     the non-blank lines in ``seen[0]``."""
-    fields = FieldNames()
-    for line_no, raw in input_lines(path):
-        obj = parse_json_line(raw)
-        if obj is None:
-            continue
+    for line_no, article in input_articles(path, FieldNames()):
         seen[0] += 1
-        try:
-            yield check_object(obj, fields)
-        except InputError as exc:
-            bad.report(line_no, exc)
+        if isinstance(article, InputError):
+            bad.report(line_no, article)
+        else:
+            yield article
 
 
 @click.command("synth")

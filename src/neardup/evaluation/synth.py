@@ -230,6 +230,18 @@ _OCR_CONFUSIONS = (
 )  # fmt: skip
 
 
+# The fields of SynthConfig that are shares of words, each in [0, 1].
+_SHARES = (
+    "content_min_kept",
+    "content_max_added",
+    "guide_max_added",
+    "duplicate_min_kept",
+    "duplicate_max_novel",
+    "negative_max_overlap",
+    "max_original_overlap",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class SynthConfig(Config):
     """Parameters of :func:`synthesize` (defaults: the Reuters perturbation benchmark).
@@ -278,13 +290,8 @@ class SynthConfig(Config):
         for edit in self.edits:
             check_choice("edit", edit, COPY_EDITS)
         check_choice("label_rule", self.label_rule, LABEL_RULES)
-        check_range("content_min_kept", self.content_min_kept, low=0.0, high=1.0)
-        check_range("content_max_added", self.content_max_added, low=0.0, high=1.0)
-        check_range("guide_max_added", self.guide_max_added, low=0.0, high=1.0)
-        check_range("duplicate_min_kept", self.duplicate_min_kept, low=0.0, high=1.0)
-        check_range("duplicate_max_novel", self.duplicate_max_novel, low=0.0, high=1.0)
-        check_range("negative_max_overlap", self.negative_max_overlap, low=0.0, high=1.0)
-        check_range("max_original_overlap", self.max_original_overlap, low=0.0, high=1.0)
+        for share in _SHARES:
+            check_range(share, getattr(self, share), low=0.0, high=1.0)
         check_int("shingle_width", self.shingle_width, low=1, high=64)
 
 

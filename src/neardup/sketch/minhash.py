@@ -250,13 +250,7 @@ def _densify(values: U64, filled: npt.NDArray[np.bool_], seed: int) -> U64:
         return out
     # The first _PROBE_CHUNK probes of every bin are cached: they settle most empty bins of
     # a well-filled sketch in one gather.
-    probes = _first_probes(num_bins, seed)[pending]
-    hits = filled[probes]
-    first_hit = hits.argmax(axis=1)
-    found = hits[np.arange(pending.shape[0]), first_hit]
-    rows = np.flatnonzero(found)
-    out[pending[rows]] = values[probes[rows, first_hit[rows]]]
-    pending = pending[~found]
+    pending = _settle(values, filled, out, pending, _first_probes(num_bins, seed)[pending])
     if pending.shape[0] == 0:
         return out
     if num_bins <= _TABLE_MAX_BINS:
@@ -294,14 +288,27 @@ def _densify_probing(
         else:
             probes = _probe_bins(pending, attempt, chunk, num_bins, seed)
             step = chunk
-        hits = filled[probes]
-        first = hits.argmax(axis=1)
-        found = hits[np.arange(pending.shape[0]), first]
-        rows = np.flatnonzero(found)
-        out[pending[rows]] = values[probes[rows, first[rows]]]
-        pending = pending[~found]
+        pending = _settle(values, filled, out, pending, probes)
         attempt += step
     return pending
+
+
+def _settle(
+    values: U64,
+    filled: npt.NDArray[np.bool_],
+    out: U64,
+    pending: npt.NDArray[np.intp],
+    probes: npt.NDArray[np.intp],
+) -> npt.NDArray[np.intp]:
+    """Copy into each pending bin the value of the first non-empty bin among its ``probes``
+    (one row per pending bin, in probe order); returns the bins no probe settled."""
+    hits = filled[probes]
+    first = hits.argmax(axis=1)
+    found = hits[np.arange(pending.shape[0]), first]
+    rows = np.flatnonzero(found)
+    out[pending[rows]] = values[probes[rows, first[rows]]]
+    left: npt.NDArray[np.intp] = pending[~found]
+    return left
 
 
 def _minhash_oph(shingles: U64, num_perm: int, seed: int) -> U64:
