@@ -142,6 +142,7 @@ def test_cli_alignment_equals_the_module(
         } == {c: {k: v for k, v in s.to_dict().items() if k not in drop} for c, s in direct.items()}
     code, out, _ = _run(capsys, "eval", "alignment", str(labels), "--docs", str(docs))
     assert code == 0 and "02-no-obfuscation" in out and "plagdet" in out
+    assert "01-no-plagiarism" in out and "nothing to find: 0 characters" in out
 
 
 def test_cli_alignment_errors(

@@ -460,6 +460,12 @@ def alignment_cmd(
         f" {'gran':>6} {'plagdet':>7} {'ms/pair':>8}"
     ]
     for c, v in plain.items():
+        if not v["true_chars"]:  # only falsely predicted characters can count here
+            lines.append(
+                f"{c:28} {v['pairs']:6}   nothing to find: {v['predicted_chars']} characters"
+                " predicted"
+            )
+            continue
         pan = " ".join(
             "      -" if v.get(k) is None else f"{v[k]:7.3f}"
             for k in ("pan_precision", "pan_recall", "granularity", "plagdet")
