@@ -1,7 +1,7 @@
 """Passage alignment on PAN 2013 pairs: pairs per CPU-second, with the machine's speed.
 
 Aligns every pair of the held-out half of ``../shared/data/pan13_text_alignment`` (the
-``test`` split of :func:`neardup.evaluation.alignment.pair_split`) with
+``test`` split of ``pair_split`` in research/pan13_alignment.py) with
 :func:`neardup.similarity.align_passages` from the two raw texts, as a user calls it (both
 texts prepared inside the call, nothing cached across pairs), in ``--rounds`` rounds, and
 reports the median round in pairs per CPU-second of this process and per wall second.  Side
@@ -17,12 +17,16 @@ Writes benchmarks/results/align.json.  Needs ../shared/data; about a minute a ro
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from _common import machine, read_reuters, save
-from neardup.evaluation.alignment import _load
 from neardup.similarity.alignment import AlignmentConfig, align_passages, prepare_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research"))
+from pan13_alignment import load
 
 
 def machine_speed(n: int = 4000) -> float:
@@ -44,7 +48,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None, help="pairs per category")
     args = parser.parse_args()
-    texts, pairs = _load(None, "test", args.limit)
+    texts, pairs = load(None, "test", args.limit)
     cfg = AlignmentConfig()
     work = [(texts[p.src], texts[p.susp]) for p in pairs]
     for src, susp in work[:30]:  # warm the compiled kernels and caches

@@ -14,7 +14,7 @@ and all figures as JSON in ``benchmarks/results/evaluation.json``.  Sections:
    AUC of reuse vs non-reuse.
 4. MSRP: AUC and best F1 on human paraphrase labels (where textual methods stop).
 5. PAN13 at document level: AUC of reuse vs no-plagiarism pairs per obfuscation type.
-6. PAN13 passage alignment (:func:`neardup.evaluation.alignment.evaluate_alignment`): the
+6. PAN13 passage alignment (:func:`pan13_alignment.evaluate_alignment`): the
    pairwise aligner ``align_passages`` and origin detection on the held-out half of the pairs
    (a failure there is reported as a gap).
 
@@ -425,9 +425,9 @@ def pan13(folder: Path, methods: Sequence[str] | None) -> dict[str, Any]:
 
 def alignment_section(data: Path) -> dict[str, Any]:
     """Section 7: PAN13 passage alignment on the held-out half of the pairs
-    (:func:`neardup.evaluation.alignment.evaluate_alignment`): ``align_passages`` with its
-    defaults (tuned on the other half) and origin detection in its reference mode."""
-    from neardup.evaluation.alignment import evaluate_alignment
+    (:func:`pan13_alignment.evaluate_alignment`): ``align_passages`` with its defaults
+    (tuned on the other half) and origin detection in its reference mode."""
+    from pan13_alignment import evaluate_alignment
 
     methods = {
         m: {c: sc.to_dict() for c, sc in evaluate_alignment(data, method=m, split="test").items()}

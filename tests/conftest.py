@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -14,6 +17,17 @@ import pytest
 DATA_DIR = Path(
     os.environ.get("NEARDUP_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
 )
+
+
+RESEARCH_DIR = Path(__file__).resolve().parents[1] / "research"
+
+
+def research_module(name: str) -> ModuleType:
+    """A script of research/ (not a package: its scripts import each other by name, so the
+    folder goes on ``sys.path``, as when one of them is run)."""
+    if str(RESEARCH_DIR) not in sys.path:
+        sys.path.insert(0, str(RESEARCH_DIR))
+    return importlib.import_module(name)
 
 
 def data_path(*parts: str) -> Path:

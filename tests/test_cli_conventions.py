@@ -85,8 +85,13 @@ MISSING: dict[str, Case] = {
         str(clusters(tmp)),
     ],
     "eval stream": lambda tmp: ["eval", "stream", str(tmp / "absent"), "--docs", str(corpus(tmp))],
-    "eval alignment": lambda tmp: ["eval", "alignment", "--data", str(tmp)],
-    "eval origin": lambda tmp: ["eval", "origin", "--data", str(tmp), "--out", str(tmp / "o")],
+    "eval alignment": lambda tmp: [
+        "eval",
+        "alignment",
+        str(tmp / "absent"),
+        "--docs",
+        str(corpus(tmp)),
+    ],
     "serve": lambda tmp: [
         "serve",
         "--store",
@@ -119,6 +124,15 @@ MALFORMED: dict[str, Case] = {
         str(clusters(tmp, 3)),
         "--gold",
         str(clusters(tmp)),
+    ],
+    "eval alignment": lambda tmp: [
+        "eval",
+        "alignment",
+        str(labels(tmp, 3)),
+        "--docs",
+        str(corpus(tmp)),
+        "--id-fields",
+        "id1,id2",
     ],
 }
 
@@ -211,14 +225,14 @@ USAGE: dict[str, Case] = {
     "demo": lambda tmp: ["demo", "--size", "0"],
     "serve": lambda tmp: ["serve", "--port", "http"],
     "eval pairs": lambda tmp: ["eval", "pairs", str(labels(tmp)), "--id-fields", "a"],
-    "eval origin": lambda tmp: ["eval", "origin"],
+    "eval alignment": lambda tmp: ["eval", "alignment", str(labels(tmp)), "--method", "all"],
 }
 
 
 @pytest.mark.parametrize("name", sorted(USAGE))
 def test_usage_errors_exit_2(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = USAGE[name](tmp_path)
-    if name == "eval pairs":
+    if name in ("eval pairs", "eval alignment"):
         argv += ["--docs", str(corpus(tmp_path))]
     code, _ = run(argv, capsys)
     assert code == 2

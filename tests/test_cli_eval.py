@@ -1,10 +1,9 @@
-"""``neardup synth`` and ``neardup eval pairs|clusters|origin|alignment`` end to end."""
+"""``neardup synth`` and ``neardup eval pairs|clusters|stream`` end to end (``eval alignment``:
+tests/test_alignment_eval.py)."""
 
 from __future__ import annotations
 
 import gzip
-import importlib
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -80,11 +79,19 @@ def test_synth_label_rule_option(
     bag = _lines(tmp_path / "labels.jsonl")
     assert [p["labels"] for p in bag] == [p["labels"] for p in default]
     assert all(p["label"] == p["labels"]["bag80"] for p in bag)
-    assert all(p["label"] == p["labels"]["editorial"] for p in default)
+    assert all(p["label"] == p["labels"]["guide"] for p in default)  # SynthConfig's default
     # The rules really differ on this corpus (cuts and typos are labelled differently).
     assert any(p["labels"]["bag80"] != p["labels"]["editorial"] for p in default)
     code, _, err = run(capsys, "synth", str(corpus), "-o", str(tmp_path), "--label-rule", "x")
     assert code != 0 and "label-rule" in err
+
+
+def test_synth_label_rules_are_the_modules() -> None:
+    """The CLI names the rules without importing the module: the same rules, same default."""
+    from neardup.cli.eval import _LABEL_RULES
+    from neardup.evaluation.synth import LABEL_RULES, SynthConfig
+
+    assert set(_LABEL_RULES) == set(LABEL_RULES) and _LABEL_RULES[0] == SynthConfig().label_rule
 
 
 def test_eval_pairs_matches_direct_computation(
@@ -181,42 +188,6 @@ def test_errors_are_clear(
     assert code == 66 and "no document" in err
     code, _, err = run(capsys, "synth", str(tmp_path / "none.jsonl"), "-o", str(tmp_path / "o"))
     assert code == 66
-
-
-def test_alignment_hook_wiring(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The hook passes --data/--limit through and renders the module's scores (the module's
-    own computation is tested with it)."""
-    if importlib.util.find_spec("neardup.evaluation.alignment") is None:
-        code, _, err = run(capsys, "eval", "alignment", "--data", str(tmp_path))
-        assert code == 2 and "neardup.evaluation.alignment" in err
-        return
-    alignment = importlib.import_module("neardup.evaluation.alignment")
-    calls: list[tuple[Any, Any]] = []
-
-    def fake(data_dir: Any, *, limit: Any = None, **_: Any) -> dict[str, Any]:
-        calls.append((data_dir, limit))
-        return {"02-no-obfuscation": alignment.AlignmentScore("02-no-obfuscation", 2, 100, 80, 60)}
-
-    monkeypatch.setattr(alignment, "evaluate_alignment", fake)
-    (tmp_path / "pan13_text_alignment").mkdir()
-    (tmp_path / "pan13_text_alignment" / "docs.jsonl.gz").write_bytes(b"")
-    code, out, _ = run(
-        capsys, "eval", "alignment", "--data", str(tmp_path), "--limit", "2", "--json"
-    )
-    assert code == 0 and calls == [(tmp_path, 2)]
-    v = json.loads(out)["categories"]["02-no-obfuscation"]
-    assert v["precision"] == pytest.approx(0.75) and v["recall"] == pytest.approx(0.6)
-
-
-def test_hooks_fail_clearly_on_missing_data(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    for command in (["alignment"], ["origin", "--out", str(tmp_path / "o")]):
-        code, _, err = run(capsys, "eval", *command, "--data", str(tmp_path))
-        assert code == 66 and "Traceback" not in err and "does not exist" in err, command
-    assert not (tmp_path / "o").exists()
 
 
 def test_eval_stream_reads_the_stream_and_the_rule(

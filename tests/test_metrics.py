@@ -15,11 +15,14 @@ from neardup.evaluation.metrics import (
     adjusted_rand_index,
     average_precision,
     bcubed,
+    dominant_origin_score,
     pr_curve,
     precision_recall_f1,
     roc_auc,
     roc_curve,
+    selected_shingle_ratio,
     threshold_sweep,
+    token_freshness_score,
 )
 
 # --- reference implementations (plain loops, straight from the definitions) ---------------
@@ -199,3 +202,16 @@ def test_ari_and_bcubed_equal_references(data: tuple[list[int], list[int]]) -> N
     swapped = bcubed(pred, truth)
     assert (swapped.precision, swapped.recall) == pytest.approx((r, p))
     assert adjusted_rand_index(pred, truth) == pytest.approx(adjusted_rand_index(truth, pred))
+
+
+def test_do_tf_ssr_by_hand() -> None:
+    # 4 documents; the second has no dominant origin and is not a query document
+    assert dominant_origin_score([3, None, 5, 7], [3, 1, 4, 7]) == pytest.approx(2 / 3)
+    assert math.isnan(dominant_origin_score([None], [1]))
+    with pytest.raises(InputError):
+        dominant_origin_score([1], [1, 2])
+    assert token_freshness_score([True, False, False, True], [True, True, False, False]) == 0.5
+    assert token_freshness_score(np.zeros(3, bool), np.zeros(3, bool)) == 1.0
+    assert math.isnan(token_freshness_score([], []))
+    assert selected_shingle_ratio(17, 100) == 0.17
+    assert math.isnan(selected_shingle_ratio(0, 0))

@@ -1,6 +1,6 @@
-"""Small-memory analysis of origin detection: the seen-id store against a set, the CLI's
-bounded default, state files of version 1, labels, and the error breakdown / tuning
-protocol of ``neardup.evaluation.origin_small`` checked against direct recomputation."""
+"""Origin detection at small memory: the seen-id store against a set, the CLI's bounded
+default, state files of other versions, labels, and sampled inserts.  (The small-memory
+analysis itself is research: tests/research/test_origin_small_memory.py.)"""
 
 from __future__ import annotations
 
@@ -21,28 +21,6 @@ from neardup.detect.origin.persist import save_state
 from neardup.detect.origin.seen import PENDING, SeenIds
 from neardup.detect.origin.table import BucketTable
 from neardup.errors import ConfigError, ConflictError, StoreError
-from neardup.evaluation.origin import (
-    Prepared,
-    StreamDoc,
-    copy_stream,
-    ground_truth,
-    memory_for_fraction,
-    prepare,
-    run_config,
-)
-from neardup.evaluation.origin_small import (
-    AGE_BINS,
-    EXTENSION_CANDIDATES,
-    ablation,
-    copy_reuse,
-    error_breakdown,
-    insert_sampling,
-    recommended,
-    run_split,
-    selection_density,
-    split_query,
-    tune,
-)
 
 
 def test_seen_ids_match_a_set() -> None:
@@ -124,88 +102,6 @@ def test_labels_name_the_knobs() -> None:
                 {"edge_extension": -1}, {"fingerprint_bytes": True}):  # fmt: skip
         with pytest.raises(ConfigError):
             OriginConfig.paper(**bad)  # type: ignore[arg-type]
-    assert len({c.label for c in EXTENSION_CANDIDATES}) == len(EXTENSION_CANDIDATES)
-
-
-def test_copy_stream_recent_share(reuters_docs: list[dict[str, Any]]) -> None:
-    docs = [StreamDoc(d["id"], d["text"], d["date"]) for d in reuters_docs if d["text"]][:300]
-    with pytest.raises(ConfigError):
-        copy_stream(docs, recent_share=1.5)
-    assert copy_stream(docs, seed=4) == copy_stream(docs, seed=4, recent_share=0.6)
-    recent = 20
-    order = {d.id: i for i, d in enumerate(docs)}
-    last = -1
-    for d in copy_stream(docs, seed=4, recent=recent, recent_share=1.0):
-        if not d.sources:
-            last = order[d.id]
-        for s in d.sources:  # every passage from the `recent` last originals
-            assert last - recent < order[s] <= last
-
-
-def test_breakdown_and_tuning_agree_with_direct_scores(
-    reuters_docs: list[dict[str, Any]],
-) -> None:
-    docs = [StreamDoc(d["id"], d["text"], d["date"]) for d in reuters_docs if d["text"]][:300]
-    prepared = prepare(copy_stream(docs, seed=0))
-    truth = ground_truth(prepared, query_docs=200)
-    cfg = OriginConfig.paper(lucky_limit=2, estimation="b")
-    fraction = 0.02
-    b = error_breakdown(prepared, truth, cfg, fraction)
-    direct = run_config(
-        prepared,
-        truth,
-        OriginConfig.paper(
-            lucky_limit=2,
-            estimation="b",
-            memory_bytes=memory_for_fraction(fraction, prepared.total_shingles),
-        ),
-        fraction,
-    )
-    assert b["tf"] == pytest.approx(100 * direct.tf)
-    assert b["do"] == pytest.approx(100 * direct.do)
-    assert b["fresh_called_old"] + b["old_called_fresh"] == pytest.approx(100 - b["tf"])
-    idx = np.concatenate(
-        [np.arange(truth.token_offsets[i], truth.token_offsets[i + 1]) for i in truth.query]
-    )
-    n_old = int(truth.token_old[idx].sum())
-    assert sum(b["old_tokens_by_age"]) == n_old and len(b["missed_by_age"]) == len(AGE_BINS) - 1
-    assert sum(b["missed_by_age"]) == pytest.approx(b["old_called_fresh"] / 100 * idx.shape[0])
-    # copied runs counted directly: maximal runs of old tokens over the query documents
-    runs = sum(
-        int(
-            np.count_nonzero(
-                np.diff(np.concatenate(([0], truth.token_old[a:z], [0])).astype(int)) == 1
-            )
-        )
-        for a, z in ((truth.token_offsets[i], truth.token_offsets[i + 1]) for i in truth.query)
-    )
-    assert b["copied_runs"] == runs
-    assert 0 <= b["copied_runs_untouched"] <= 100 and 0 <= b["missed_in_untouched_runs"] <= 100
-    tuning, held_out = split_query(truth)
-    assert tuning.shape[0] + held_out.shape[0] == 200 and tuning[-1] < held_out[0]
-    candidates = [cfg, OriginConfig.paper(eviction="random", estimation="nb")]
-    result = tune(prepared, truth, fractions=(fraction,), candidates=candidates)
-    runs = result[str(fraction)]["runs"]
-    assert runs[0]["all"]["tf"] == pytest.approx(b["tf"])
-    best = max(runs, key=lambda r: r["tuning"]["tf"])  # no DO floor at this size
-    assert result[str(fraction)]["chosen"] == best["label"]
-    r = run_split(prepared, truth, cfg, fraction)
-    assert r["held_out"] == runs[0]["held_out"]
-    nhs = (("hailstorm", None, True),)
-    sd = selection_density(prepared, truth, cfg, variants=nhs, fractions=(fraction,))
-    assert sd[0]["held_out"] == r["held_out"] and sd[0]["ssr"] == pytest.approx(direct.ssr)
-    sampled = insert_sampling(prepared, truth, cfg, moduli=(1,), fractions=(fraction,))
-    assert sampled[0]["tuning"] == r["tuning"]
-    # extensions: chosen among both families by the same rule; the paper's choice unchanged
-    ext = dataclasses.replace(cfg, edge_extension=1, fingerprint_bytes=4, origin_bytes=4)
-    both = tune(prepared, truth, (fraction,), candidates, extensions=[ext])[str(fraction)]
-    assert both["chosen"] == result[str(fraction)]["chosen"]
-    assert [r["family"] for r in both["runs"]] == ["paper", "paper", "extension"]
-    assert both["chosen_extended"] == max(both["runs"], key=lambda r: r["tuning"]["tf"])["label"]
-    abl = ablation(prepared, truth, ext, fraction)
-    packed_only = "NHs+LS(limit 2)+B+packed(4+4 B)"
-    assert [a["label"] for a in abl] == [ext.label, "NHs+LS(limit 2)+B(ext 1)", packed_only]
-    assert abl[0]["held_out"] == both["runs"][2]["held_out"]
 
 
 @pytest.mark.parametrize("insert_modulo", [1, 3])
@@ -228,15 +124,6 @@ def test_insert_modulo_stores_only_the_sample(
     assert registry == {o: int(c) for o, c in enumerate(counts) if c}
 
 
-def test_copy_reuse_by_hand() -> None:
-    a = np.arange(10, dtype=np.uint64)  # 3 shingles of width 8
-    b = np.concatenate([a, np.array([99], dtype=np.uint64)])  # a's 3 + 1 new
-    c = a.copy()
-    prepared = Prepared(("a", "b", "c"), (a, b, c), 3 + 4 + 3, 31)
-    r = copy_reuse(prepared)
-    assert r["copied_shingles"] == 3 and r["mean"] == 2.0 and r["share_copied_once"] == 0.0
-
-
 def test_cli_takes_the_small_memory_options(tmp_path: Path) -> None:
     rows = [{"id": "a", "text": TEXT}, {"id": "b", "text": f"fresh words {TEXT}"}]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -247,20 +134,3 @@ def test_cli_takes_the_small_memory_options(tmp_path: Path) -> None:
     assert "adaptive(NHs)+LS(limit 3, y 3)+B(T 255, tol 2, ext 1)+packed(4+4 B)" in result.stderr
     bad = CliRunner().invoke(cli, [*args[:-6], "--lucky-limit", "0"])
     assert bad.exit_code != 0 and isinstance(bad.exception, ConfigError)
-
-
-def test_recommended_reads_the_choices_and_the_paper_floor() -> None:
-    def run(label: str, do: float, tf: float) -> dict[str, Any]:
-        return {"label": label, "held_out": {"do": do, "tf": tf}}
-
-    two = [run("a", 90, 80), run("b", 90, 82)]
-    small = {
-        "0.003": {"chosen": "a", "chosen_extended": "b", "runs": two},
-        "0.001": {"chosen": "a", "chosen_extended": "a", "runs": [run("a", 80, 77)]},
-    }
-    large = {"0.342": {"chosen": "c", "runs": [run("c", 99, 99)]}}
-    rows = {r["fraction"]: r for r in recommended(small, large)}
-    assert set(rows) == {0.003, 0.001, 0.342}  # 0.033 is in neither result
-    assert rows[0.003]["met"] and rows[0.003]["extended_tf"] == 82 and rows[0.003]["paper_tf"] == 80
-    assert not rows[0.001]["met"]  # TF 77 < the paper's 78.1
-    assert rows[0.342]["extended_label"] == "c" and rows[0.342]["met"]

@@ -1,20 +1,25 @@
 """neardup: find near-duplicate and copied text in news, fast.
 
-The public API is what ``__all__`` lists; everything else is internal and may change.
-Names are loaded on first use (PEP 562), so ``import neardup`` stays fast and pulls in the
-compiled kernels, the store or the Dask engine only when they are used.
+The public API is what ``__all__`` lists: one entry point per job, the records they return,
+their configurations and the root of the errors.  Everything else is reachable from its
+module (``neardup.errors``, ``neardup.sketch``, ``neardup.similarity``, ``neardup.index``,
+...), internal unless that module's ``__all__`` lists it.  Names are loaded on first use
+(PEP 562), so ``import neardup`` stays fast and pulls in the compiled kernels, the store or
+the Dask engine only when they are used.
 
-The API follows the data flow::
+The jobs::
 
-    text        tokenize, sentence_spans, TextConfig
-    signatures  sign (default scheme "coverage"), Signature, <Scheme>Config, IdfTable,
-                build_idf_table,
-                estimate_jaccard, hamming_distance
-    similarity  jaccard, containment, bottomk_jaccard, longest_common_substring,
-                align_passages, AlignmentConfig, AlignedPassage
-    indexes     HammingIndex, LSHIndex (+ configs)
-    detectors   dedup_result_set (seed 000), NewsIndex (ingest / similar / events, seed 003),
-                OriginDetector (seed 004), dedup (batch corpus dedup, local or Dask)
+    sign              text -> Signature (default scheme "coverage": the rule's sketch)
+    dedup_result_set  ranked signatures -> which items to keep (seed 000)
+    judge             two texts -> Verdict: duplicate / partial / related / unrelated
+    NewsIndex         ingest -> Decision, similar -> Match, events, event -> EventReport
+                      (seed 003)
+    OriginDetector    documents in time order -> OriginReport, in fixed memory (seed 004)
+    align_passages    source, article -> AlignedPassage spans, even reworded
+    dedup             a corpus -> its duplicate clusters (batch, local or Dask)
+
+Names removed from the top level keep working for one release with a ``DeprecationWarning``
+that names their module (README.md, "The public API").
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -55,142 +61,139 @@ _compiled_cache_fallback()
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    # records and errors
-    "Article": "neardup.records",
-    "AuthError": "neardup.errors",
-    "CapacityError": "neardup.errors",
-    "ConfigError": "neardup.errors",
-    "ConflictError": "neardup.errors",
-    "InputError": "neardup.errors",
-    "InputTooLargeError": "neardup.errors",
-    "InputTypeError": "neardup.errors",
-    "NearDupError": "neardup.errors",
-    "NotFoundError": "neardup.errors",
-    "SchemeMismatchError": "neardup.errors",
-    "SignatureFormatError": "neardup.errors",
-    "StoreError": "neardup.errors",
-    # text
-    "TextConfig": "neardup.text",
-    "sentence_spans": "neardup.text",
-    "tokenize": "neardup.text",
-    # signatures
-    "CoverageSketchConfig": "neardup.rule.coverage",
-    "IdfTable": "neardup.sketch",
-    "MinHashConfig": "neardup.sketch",
-    "SentenceSketchConfig": "neardup.sketch",
-    "ShingleSetConfig": "neardup.sketch",
-    "Signature": "neardup.sketch",
-    "SimHashConfig": "neardup.sketch",
-    "SpotSigsConfig": "neardup.sketch",
-    "build_idf_table": "neardup.sketch",
-    "estimate_jaccard": "neardup.sketch",
-    "hamming_distance": "neardup.sketch",
-    # neardup.sketch.sign, taken from the module that registers its default scheme
-    "sign": "neardup.rule.coverage",
-    # similarity
-    "AlignedPassage": "neardup.similarity",
-    "AlignmentConfig": "neardup.similarity",
-    "CommonSubstring": "neardup.similarity",
-    "align_passages": "neardup.similarity",
-    "bottomk_jaccard": "neardup.similarity",
-    "containment": "neardup.similarity",
-    "jaccard": "neardup.similarity",
-    "longest_common_substring": "neardup.similarity",
-    # the judgement
-    "RuleConfig": "neardup.rule",
-    "Verdict": "neardup.rule",
-    "judge": "neardup.rule",
-    # indexes
-    "HammingIndex": "neardup.index",
-    "HammingIndexConfig": "neardup.index",
-    "LSHIndex": "neardup.index",
-    "LSHIndexConfig": "neardup.index",
-    # detectors
-    "ResultSetDeduper": "neardup.detect.resultset",
+    # the jobs
+    "sign": "neardup.rule.coverage",  # neardup.sketch.sign, with its default scheme registered
     "dedup_result_set": "neardup.detect.resultset",
+    "judge": "neardup.rule",
+    "NewsIndex": "neardup.api",
+    "OriginDetector": "neardup.detect.origin",
+    "align_passages": "neardup.similarity",
+    "dedup": "neardup.batch",
+    # records
+    "Article": "neardup.records",
+    "Signature": "neardup.sketch",
+    "Verdict": "neardup.rule",
     "Decision": "neardup.detect.stream",
     "Match": "neardup.detect.stream",
+    "EventReport": "neardup.detect.events",
+    "OriginReport": "neardup.detect.origin",
+    "AlignedPassage": "neardup.similarity",
+    # configurations
+    "RuleConfig": "neardup.rule",
     "StreamConfig": "neardup.detect.stream",
     "EventConfig": "neardup.detect.events",
-    "EventReport": "neardup.detect.events",
-    "NewsIndex": "neardup.api",
     "OriginConfig": "neardup.detect.origin",
-    "OriginDetector": "neardup.detect.origin",
-    "OriginReport": "neardup.detect.origin",
-    "Segment": "neardup.detect.origin",
+    "AlignmentConfig": "neardup.similarity",
     "DedupConfig": "neardup.batch",
-    "dedup": "neardup.batch",
+    # errors (the whole tree: neardup.errors)
+    "NearDupError": "neardup.errors",
+    "ConfigError": "neardup.errors",
+    "InputError": "neardup.errors",
+    "NotFoundError": "neardup.errors",
 }
+
+# Names that were public here before; one release with a DeprecationWarning, then removed.
+_MOVED: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "AuthError",
+            "CapacityError",
+            "ConflictError",
+            "InputTooLargeError",
+            "InputTypeError",
+            "SchemeMismatchError",
+            "SignatureFormatError",
+            "StoreError",
+        ),
+        "neardup.errors",
+    ),
+    **dict.fromkeys(("TextConfig", "sentence_spans", "tokenize"), "neardup.text"),
+    **dict.fromkeys(
+        (
+            "IdfTable",
+            "MinHashConfig",
+            "SentenceSketchConfig",
+            "ShingleSetConfig",
+            "SimHashConfig",
+            "SpotSigsConfig",
+            "build_idf_table",
+            "estimate_jaccard",
+            "hamming_distance",
+        ),
+        "neardup.sketch",
+    ),
+    "CoverageSketchConfig": "neardup.rule.coverage",
+    **dict.fromkeys(
+        (
+            "CommonSubstring",
+            "bottomk_jaccard",
+            "containment",
+            "jaccard",
+            "longest_common_substring",
+        ),
+        "neardup.similarity",
+    ),
+    **dict.fromkeys(
+        ("HammingIndex", "HammingIndexConfig", "LSHIndex", "LSHIndexConfig"), "neardup.index"
+    ),
+    "ResultSetDeduper": "neardup.detect.resultset",
+    "Segment": "neardup.detect.origin",
+}
+
+# Submodules reachable as attributes after a bare ``import neardup``.
+_SUBMODULES = frozenset({"errors"})
 
 __all__ = [
     "AlignedPassage",
     "AlignmentConfig",
     "Article",
-    "AuthError",
-    "CapacityError",
-    "CommonSubstring",
     "ConfigError",
-    "ConflictError",
-    "CoverageSketchConfig",
     "Decision",
     "DedupConfig",
     "EventConfig",
     "EventReport",
-    "HammingIndex",
-    "HammingIndexConfig",
-    "IdfTable",
     "InputError",
-    "InputTooLargeError",
-    "InputTypeError",
-    "LSHIndex",
-    "LSHIndexConfig",
     "Match",
-    "MinHashConfig",
     "NearDupError",
     "NewsIndex",
     "NotFoundError",
     "OriginConfig",
     "OriginDetector",
     "OriginReport",
-    "ResultSetDeduper",
     "RuleConfig",
-    "SchemeMismatchError",
-    "Segment",
-    "SentenceSketchConfig",
-    "ShingleSetConfig",
     "Signature",
-    "SignatureFormatError",
-    "SimHashConfig",
-    "SpotSigsConfig",
-    "StoreError",
     "StreamConfig",
-    "TextConfig",
     "Verdict",
     "__version__",
     "align_passages",
-    "bottomk_jaccard",
-    "build_idf_table",
-    "containment",
     "dedup",
     "dedup_result_set",
-    "estimate_jaccard",
-    "hamming_distance",
-    "jaccard",
     "judge",
-    "longest_common_substring",
-    "sentence_spans",
     "sign",
-    "tokenize",
 ]
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'neardup' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    moved = _MOVED.get(name)
+    if moved is not None:  # not cached: every use warns
+        # ``from neardup import x`` probes with hasattr() inside the import machinery first;
+        # only the caller's own look-up warns, so the warning names the caller's line once.
+        if not sys._getframe(1).f_code.co_filename.startswith("<frozen importlib"):
+            warnings.warn(
+                f"neardup.{name} is deprecated and will be removed in the next release;"
+                f" use `from {moved} import {name}`",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        return getattr(importlib.import_module(moved), name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f"neardup.{name}")
+    raise AttributeError(f"module 'neardup' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
@@ -201,48 +204,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from neardup.api import NewsIndex
     from neardup.batch import DedupConfig, dedup
     from neardup.detect.events import EventConfig, EventReport
-    from neardup.detect.origin import OriginConfig, OriginDetector, OriginReport, Segment
-    from neardup.detect.resultset import ResultSetDeduper, dedup_result_set
+    from neardup.detect.origin import OriginConfig, OriginDetector, OriginReport
+    from neardup.detect.resultset import dedup_result_set
     from neardup.detect.stream import Decision, Match, StreamConfig
-    from neardup.errors import (
-        AuthError,
-        CapacityError,
-        ConfigError,
-        ConflictError,
-        InputError,
-        InputTooLargeError,
-        InputTypeError,
-        NearDupError,
-        NotFoundError,
-        SchemeMismatchError,
-        SignatureFormatError,
-        StoreError,
-    )
-    from neardup.index import HammingIndex, HammingIndexConfig, LSHIndex, LSHIndexConfig
+    from neardup.errors import ConfigError, InputError, NearDupError, NotFoundError
     from neardup.records import Article
     from neardup.rule import RuleConfig, Verdict, judge
-    from neardup.rule.coverage import CoverageSketchConfig
-    from neardup.similarity import (
-        AlignedPassage,
-        AlignmentConfig,
-        CommonSubstring,
-        align_passages,
-        bottomk_jaccard,
-        containment,
-        jaccard,
-        longest_common_substring,
-    )
-    from neardup.sketch import (
-        IdfTable,
-        MinHashConfig,
-        SentenceSketchConfig,
-        ShingleSetConfig,
-        Signature,
-        SimHashConfig,
-        SpotSigsConfig,
-        build_idf_table,
-        estimate_jaccard,
-        hamming_distance,
-        sign,
-    )
-    from neardup.text import TextConfig, sentence_spans, tokenize
+    from neardup.rule.coverage import sign
+    from neardup.similarity import AlignedPassage, AlignmentConfig, align_passages
+    from neardup.sketch import Signature

@@ -29,11 +29,14 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from neardup.errors import ConfigError, InputError, NearDupError, NotFoundError, StoreError
+
+if TYPE_CHECKING:
+    from neardup.records import Article, FieldNames
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -43,6 +46,7 @@ __all__ = [
     "Interrupts",
     "check_output",
     "force_option",
+    "input_articles",
     "input_lines",
     "on_error_option",
     "open_output",
@@ -204,6 +208,21 @@ def input_lines(path: str) -> Iterator[tuple[int, bytes]]:
         raise InputError(f"{path}: compressed stream is corrupt after line {line_no}") from exc
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def input_articles(path: str, fields: FieldNames) -> Iterator[tuple[int, Article | InputError]]:
+    """``(line number, article)`` of each non-blank line of a JSON Lines input, or the line's
+    ``InputError`` in place of the article (the caller applies ``--on-error``)."""
+    from neardup.batch.io import check_object, parse_json_line
+
+    for line_no, raw in input_lines(path):
+        obj = parse_json_line(raw)
+        if obj is None:
+            continue
+        try:
+            yield line_no, check_object(obj, fields)
+        except InputError as exc:
+            yield line_no, exc
 
 
 class BadLines:

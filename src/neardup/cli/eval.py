@@ -1,4 +1,4 @@
-"""The click commands ``neardup synth`` and ``neardup eval pairs|clusters|origin|alignment|stream``.
+"""The click commands ``neardup synth`` and ``neardup eval pairs|clusters|alignment|stream``.
 
 The measuring itself lives in :mod:`neardup.evaluation`; this module only parses options,
 calls it and prints.
@@ -15,22 +15,22 @@ calls it and prints.
   ``--plots DIR`` PNG plots of the PR curves and the score distribution per label.
 * ``eval clusters PREDICTED --gold GOLD``: ARI and B-cubed of a predicted clustering (e.g.
   ``neardup dedup`` output) against gold groups (e.g. ``neardup synth`` docs).
-* ``eval origin`` / ``eval alignment``: hooks into :mod:`neardup.evaluation.origin` and
-  :mod:`neardup.evaluation.alignment` (loaded lazily; a clear error if not available);
-  ``eval alignment --method passages|origin --split all|tune|test`` scores one PAN13 aligner.
-* ``eval stream``: the news stream's decisions on the Reuters perturbation benchmark
-  (:mod:`neardup.evaluation.stream_quality`; the report's section 6).
+* ``eval alignment LABELS --docs DOCS``: labelled copied passages (character spans, the PAN
+  2013 text alignment format) -> character precision / recall / F1 of one aligner per group,
+  and the PAN measures for ``align_passages`` (:mod:`neardup.evaluation.alignment`).
+* ``eval stream LABELS --docs DOCS``: the news stream's verdicts on labelled pairs against
+  the labels and against :func:`neardup.rule.judge` on each pair
+  (:mod:`neardup.evaluation.stream`).
 
 Output of ``eval``: a readable summary, or one JSON object with ``--json``.  Errors are
 :class:`~neardup.errors.NearDupError` subclasses, mapped to exit codes by ``neardup.cli.main``
 (docs/cli.md).  ``synth`` reads its corpus by the shared ``--on-error`` convention; the
 ``eval`` commands measure, so they never skip: a malformed line stops them (exit 65) with
-its file and line.  Commands that need the shared data say where they looked (exit 66).
+its file and line.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -39,15 +39,13 @@ from typing import Any, TypeVar
 
 import click
 
-from neardup.batch.io import check_object, parse_json_line
 from neardup.cli.common import (
     BadLines,
     check_output,
     force_option,
-    input_lines,
+    input_articles,
     on_error_option,
     require_input,
-    shared_data,
     warn,
 )
 from neardup.errors import ConfigError, InputError, StoreError
@@ -60,6 +58,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 # Parameter types shared by the commands (click types hold no state, so one serves all).
 _FILE = click.Path(dir_okay=False, path_type=Path)
 _DIR = click.Path(file_okay=False, path_type=Path)
+# neardup.evaluation.synth.LABEL_RULES, default first (not imported: the CLI loads lazily)
+_LABEL_RULES = ("guide", "editorial", "bag80")
 
 
 def _json_option(help: str = "Print one JSON object.") -> Callable[[_F], _F]:
@@ -67,9 +67,27 @@ def _json_option(help: str = "Print one JSON object.") -> Callable[[_F], _F]:
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
-def _data_option(help: str) -> Callable[[_F], _F]:
-    """``--data``: the shared data folder (default: ``$NEARDUP_DATA`` or ``../shared/data``)."""
-    return click.option("--data", "data_dir", type=_DIR, default=None, help=help)
+def _docs_option(help: str) -> Callable[[_F], _F]:
+    """``--docs``: the JSON Lines documents the labels refer to (required)."""
+    return click.option("--docs", required=True, type=_FILE, help=help)
+
+
+def _id_fields_option(default: str, what: str) -> Callable[[_F], _F]:
+    """``--id-fields``: the two fields of a labels line that name ``what``."""
+    return click.option(
+        "--id-fields",
+        default=default,
+        show_default=True,
+        help=f"The two fields of a LABELS line that name {what}.",
+    )
+
+
+def _id_fields(value: str) -> tuple[str, str]:
+    """The two names of ``--id-fields`` (``ConfigError`` unless exactly two)."""
+    fields = tuple(f.strip() for f in value.split(","))
+    if len(fields) != 2 or not all(fields):
+        raise ConfigError(f"--id-fields needs two comma-separated names, got {value!r}")
+    return fields[0], fields[1]
 
 
 def _plots_option(help: str) -> Callable[[_F], _F]:
@@ -96,16 +114,12 @@ def _write_text(path: Path, text: str) -> None:
 def _corpus_articles(path: str, bad: BadLines, seen: list[int]) -> Iterator[Article]:
     """The articles of a JSON Lines corpus by the shared ``--on-error`` convention; counts
     the non-blank lines in ``seen[0]``."""
-    fields = FieldNames()
-    for line_no, raw in input_lines(path):
-        obj = parse_json_line(raw)
-        if obj is None:
-            continue
+    for line_no, article in input_articles(path, FieldNames()):
         seen[0] += 1
-        try:
-            yield check_object(obj, fields)
-        except InputError as exc:
-            bad.report(line_no, exc)
+        if isinstance(article, InputError):
+            bad.report(line_no, article)
+        else:
+            yield article
 
 
 @click.command("synth")
@@ -159,14 +173,15 @@ def _corpus_articles(path: str, bad: BadLines, seen: list[int]) -> Iterator[Arti
 @click.option(
     "--edits",
     default=None,
-    help="Comma-separated edit types (default: all; see docs/evaluation.md).",
+    help="Comma-separated edit types (default: all; see docs/eval.md).",
 )
 @click.option(
     "--label-rule",
-    type=click.Choice(["editorial", "bag80"]),
-    default="editorial",
+    type=click.Choice(_LABEL_RULES),
+    default=_LABEL_RULES[0],
     show_default=True,
-    help="Copy label rule for `label` (docs/eval.md); labels.jsonl carries both in `labels`.",
+    help="Copy label rule for `label` (docs/eval.md); labels.jsonl carries every rule's"
+    " label in `labels`.",
 )
 @on_error_option
 @force_option
@@ -234,7 +249,7 @@ def synth(
 
 @click.group("eval")
 def eval_group() -> None:
-    """Measure quality on labelled data (pairs, clusters, origin, alignment, stream)."""
+    """Measure quality on labelled data (pairs, clusters, alignment, stream)."""
 
 
 def _emit(result: dict[str, Any], as_json: bool, text: str) -> None:
@@ -276,12 +291,7 @@ def _pairs_text(results: dict[str, Any], threshold: float | None) -> str:
 
 @eval_group.command("pairs")
 @click.argument("labels", type=_FILE)
-@click.option(
-    "--docs",
-    required=True,
-    type=_FILE,
-    help="JSON Lines documents with id and text (.gz allowed).",
-)
+@_docs_option("JSON Lines documents with id and text (.gz allowed).")
 @click.option(
     "--method",
     "methods",
@@ -295,12 +305,7 @@ def _pairs_text(results: dict[str, Any], threshold: float | None) -> str:
     default=None,
     help="Decision threshold (default: each method's own default).",
 )
-@click.option(
-    "--id-fields",
-    default="id1,id2",
-    show_default=True,
-    help="The two fields of a LABELS line that name the pair's documents.",
-)
+@_id_fields_option("id1,id2", "the pair's documents")
 @click.option(
     "--label-field", default="label", show_default=True, help="The field holding the label."
 )
@@ -334,16 +339,12 @@ def pairs_cmd(
     from neardup.evaluation.methods import available_methods, get_method
     from neardup.evaluation.pairs import evaluate_scores, read_pairs, read_texts, score_labelled
 
-    fields = tuple(f.strip() for f in id_fields.split(","))
-    if len(fields) != 2 or not all(fields):
-        raise ConfigError(f"--id-fields needs two comma-separated names, got {id_fields!r}")
+    fields = _id_fields(id_fields)
     names = [n.strip() for m in methods for n in m.split(",") if n.strip()]
     if not names:
         names = available_methods(include_lcs=False, include_external=False)
     chosen = [get_method(n) for n in names]
-    labelled = read_pairs(
-        labels, (fields[0], fields[1]), label_field, {p.strip() for p in positive.split(",")}
-    )
+    labelled = read_pairs(labels, fields, label_field, {p.strip() for p in positive.split(",")})
     texts = read_texts(docs, labelled.ids())
     groups = labelled.field(group_field) if group_field else None
     results: dict[str, Any] = {}
@@ -423,50 +424,9 @@ def clusters_cmd(
     )
 
 
-def _hook(module_name: str, function: str) -> Any:
-    """Load ``neardup.evaluation.<module>.<function>`` or fail with a clear message."""
-    try:
-        module = importlib.import_module(f"neardup.evaluation.{module_name}")
-    except ImportError as exc:
-        raise ConfigError(
-            f"'neardup eval {module_name}' needs neardup.evaluation.{module_name}, "
-            f"which is not available in this installation ({exc})"
-        ) from exc
-    fn = getattr(module, function, None)
-    if not callable(fn):
-        raise ConfigError(f"neardup.evaluation.{module_name} has no {function}()")
-    return fn
-
-
-# HOOK (eval origin): neardup.evaluation.origin.run_experiment(out_dir, data_dir=, quick=)
-# runs the DO / TF / ssr grid on the Reuters copy stream.
-@eval_group.command("origin")
-@click.option(
-    "--out",
-    "out_dir",
-    type=_DIR,
-    required=True,
-    help="Folder for results.json, results.md and the plots (created; if it holds files,"
-    " only with --force).",
-)
-@_data_option("The shared data folder (default: $NEARDUP_DATA or ../shared/data).")
-@click.option("--quick", is_flag=True, help="Two memory sizes only (minutes instead of hours).")
-@force_option
-def origin_cmd(out_dir: Path, data_dir: Path | None, quick: bool, force: bool) -> None:
-    """Origin detection quality (DO, TF, ssr) on the Reuters copy stream."""
-    data = shared_data(data_dir, "reuters21578", "docs.jsonl.gz")
-    check_output(out_dir, force)
-    run = _hook("origin", "run_experiment")
-    run(out_dir, data_dir=data, quick=quick, progress=lambda m: click.echo(m, err=True))
-    click.echo(f"wrote {out_dir / 'results.md'} and {out_dir / 'results.json'}", err=True)
-
-
-# HOOK (eval alignment): neardup.evaluation.alignment.evaluate_alignment(data_dir, limit=,
-# method=, split=) -> {category: AlignmentScore}: character-level precision/recall/F1 of the
-# passages an aligner finds in PAN13 (suspicious side) and, for "passages", the PAN measures.
 @eval_group.command("alignment")
-@_data_option("The shared data folder (default: $NEARDUP_DATA or ../shared/data).")
-@click.option("--limit", type=int, default=None, help="At most this many pairs per category.")
+@click.argument("labels", type=_FILE)
+@_docs_option("JSON Lines documents with id and text (.gz allowed).")
 @click.option(
     "--method",
     type=click.Choice(["passages", "origin"]),
@@ -474,26 +434,38 @@ def origin_cmd(out_dir: Path, data_dir: Path | None, quick: bool, force: bool) -
     show_default=True,
     help="passages: align_passages (PAN 2014 seed-and-extend); origin: origin detection.",
 )
+@_id_fields_option("susp,src", "the suspicious and the source document")
 @click.option(
-    "--split",
-    type=click.Choice(["all", "tune", "test"]),
-    default="all",
+    "--by",
+    "group_field",
+    default="category",
     show_default=True,
-    help="Score only the tuning or the held-out half of the pairs (stable hash of the ids).",
+    help="Report per value of this pair field (pairs without it are in the group 'all').",
 )
 @_json_option()
 def alignment_cmd(
-    data_dir: Path | None, limit: int | None, method: str, split: str, as_json: bool
+    labels: Path, docs: Path, method: str, id_fields: str, group_field: str, as_json: bool
 ) -> None:
-    """Character-level passage alignment quality on PAN13, per obfuscation category."""
-    data = shared_data(data_dir, "pan13_text_alignment", "docs.jsonl.gz")
-    scores = _hook("alignment", "evaluate_alignment")(data, limit=limit, method=method, split=split)
+    """Character-level quality of the copied passages one aligner finds in labelled pairs
+    LABELS (PAN 2013 text alignment format: docs/eval.md), per group."""
+    from neardup.evaluation.alignment import evaluate_alignment, read_alignment_labels
+    from neardup.evaluation.pairs import read_texts
+
+    pairs = read_alignment_labels(labels, _id_fields(id_fields), group_field)
+    texts = read_texts(docs, {x for p in pairs for x in (p.susp, p.src)})
+    scores = evaluate_alignment(pairs, texts, method=method)
     plain = {c: s.to_dict() for c, s in scores.items()}
     lines = [
-        f"{'category':28} {'pairs':>6} {'P':>7} {'R':>7} {'F1':>7} | {'PAN P':>7} {'PAN R':>7}"
+        f"{'group':28} {'pairs':>6} {'P':>7} {'R':>7} {'F1':>7} | {'PAN P':>7} {'PAN R':>7}"
         f" {'gran':>6} {'plagdet':>7} {'ms/pair':>8}"
     ]
     for c, v in plain.items():
+        if not v["true_chars"]:  # only falsely predicted characters can count here
+            lines.append(
+                f"{c:28} {v['pairs']:6}   nothing to find: {v['predicted_chars']} characters"
+                " predicted"
+            )
+            continue
         pan = " ".join(
             "      -" if v.get(k) is None else f"{v[k]:7.3f}"
             for k in ("pan_precision", "pan_recall", "granularity", "plagdet")
@@ -503,23 +475,13 @@ def alignment_cmd(
             f"{c:28} {v['pairs']:6} {v['precision']:7.3f} {v['recall']:7.3f} {v['f1']:7.3f} |"
             f" {pan} {ms}"
         )
-    _emit({"method": method, "split": split, "categories": plain}, as_json, "\n".join(lines))
+    _emit({"method": method, "groups": plain}, as_json, "\n".join(lines))
 
 
 @eval_group.command("stream")
 @click.argument("labels", type=_FILE)
-@click.option(
-    "--docs",
-    required=True,
-    type=_FILE,
-    help="JSON Lines articles with id, text and date (.gz allowed), ingested in date order.",
-)
-@click.option(
-    "--id-fields",
-    default="id1,id2",
-    show_default=True,
-    help="The two fields of a LABELS line that name the pair's articles.",
-)
+@_docs_option("JSON Lines articles with id, text and date (.gz allowed), ingested in date order.")
+@_id_fields_option("id1,id2", "the pair's articles")
 @click.option(
     "--label-field",
     default="label",
@@ -533,10 +495,7 @@ def stream_cmd(labels: Path, docs: Path, id_fields: str, label_field: str, as_js
     from neardup.evaluation.pairs import read_jsonl, read_pairs
     from neardup.evaluation.stream import evaluate_stream
 
-    fields = tuple(f.strip() for f in id_fields.split(","))
-    if len(fields) != 2 or not all(fields):
-        raise ConfigError(f"--id-fields needs two comma-separated names, got {id_fields!r}")
-    labelled = read_pairs(labels, (fields[0], fields[1]), label_field, ("duplicate",))
+    labelled = read_pairs(labels, _id_fields(id_fields), label_field, ("duplicate",))
     wanted = labelled.ids()
     articles = [d for d in read_jsonl(docs) if str(d.get("id")) in wanted]
     result = evaluate_stream(

@@ -50,14 +50,13 @@ from typing import IO, Any
 
 import click
 
-from neardup.batch.io import check_object, parse_json_line
 from neardup.cli.common import (
     ARTICLE_ERRORS,
     BadLines,
     Interrupts,
     check_output,
     force_option,
-    input_lines,
+    input_articles,
     on_error_option,
     open_output,
     progress_option,
@@ -115,17 +114,6 @@ class _GroupedCommand(click.Command):
             " see docs/origin.md)"
         ):
             formatter.write_dl(advanced)
-
-
-def _articles(path: str, fields: FieldNames) -> Iterator[tuple[int, Article | InputError]]:
-    for line_no, raw in input_lines(path):
-        obj = parse_json_line(raw)
-        if obj is None:
-            continue
-        try:
-            yield line_no, check_object(obj, fields)
-        except InputError as exc:
-            yield line_no, exc
 
 
 def _build_config(ctx: click.Context, params: dict[str, Any]) -> OriginConfig:
@@ -336,7 +324,7 @@ def _run(ctx: click.Context, detector: OriginDetector, input_path: str, output: 
     fields = FieldNames(id=id_field, text=text_field, date=date_field)
     interrupts = Interrupts()
     items: Iterator[tuple[int, Article | InputError]] = interrupts.iterate(
-        _articles(input_path, fields)
+        input_articles(input_path, fields)
     )
     bad = BadLines(on_error, input_path)
     show = show_progress(progress)

@@ -100,10 +100,10 @@ DEFAULT_K: int = SentenceSketchConfig().k
 DEFAULT_THRESHOLD = 0.5  # seed 000's threshold for set sketches when none is given
 DEFAULT_RULE = RuleConfig()  # one instance: its scheme id is computed once
 #: Coverage sketches are compared when they share at least this many sampled shingles (the
-#: shingles starting at the sampled words; or all of the smaller sketch's): every pair the
-#: sketch calls a duplicate on the benchmarks shares ten or more, while unrelated or
-#: same-story pairs sharing a few are common phrases and quotations
-#: (benchmarks/bench_resultset_quality.py counts the pairs this condition loses).
+#: shingles starting at the sampled words; or all of the smaller sketch's): a pair the sketch
+#: calls a duplicate shares many, while unrelated or same-story pairs sharing a few share
+#: common phrases and quotations (benchmarks/bench_resultset_quality.py counts the pairs this
+#: condition loses).
 MIN_SHARED_KEYS = 4
 
 _FIB = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing multiplier (Knuth 6.4)

@@ -1,7 +1,13 @@
-"""Passage alignment on PAN 2013 text alignment: two aligners, PAN-style measures.
+"""Passage alignment quality on labelled copied spans: character and PAN measures.
 
-For each labelled (suspicious, source) pair of ``../shared/data/pan13_text_alignment`` one of
-two aligners predicts the copied passages:
+Labels are JSON Lines (``.gz`` allowed), one (suspicious, source) pair a line, in the format
+of the PAN 2013 text alignment corpus: the two document ids (``susp`` and ``src``), an
+optional group (``category``) and ``features``, the copied passages as character spans,
+``{"this_offset", "this_length", "source_offset", "source_length"}`` (features without
+``this_offset``, such as metadata, mark nothing).  A pair without a passage is a negative:
+there only falsely predicted characters count.
+
+Two aligners predict the copied passages of each pair:
 
 * ``"passages"``: :func:`neardup.similarity.alignment.align_passages` (Sanchez-Perez, Sidorov
   & Gelbukh, PAN 2014 seed-and-extend), which gives both the suspicious and the source spans;
@@ -9,71 +15,59 @@ two aligners predicts the copied passages:
   8-shingles) streams the source and then the suspicious document; the suspicious characters
   inside segments whose origin is the source are predicted (no source-side spans).
 
-Per obfuscation category (``01-no-plagiarism``: only false positives count;
-``02-no-obfuscation``, ``03-random-obfuscation``, ``04-translation-obfuscation``,
-``05-summary-obfuscation``) we report
+Per group, :func:`evaluate_alignment` reports
 
-* micro-averaged character precision / recall / F1 on the suspicious side (all pairs' characters
-  pooled), and
+* micro-averaged character precision / recall / F1 on the suspicious side (all pairs'
+  characters pooled), and
 * for ``"passages"``, the official PAN measures of Potthast, Stein, Barrón-Cedeño & Rosso, "An
   Evaluation Framework for Plagiarism Detection" (COLING 2010): macro-averaged case precision
   and recall over the characters of *both* documents, granularity and plagdet
   (:func:`pan_measures`, checked against a brute-force character-set computation in tests).
 
-Tuning is honest: :func:`pair_split` puts every pair in the ``"tune"`` or the ``"test"`` half by
-a stable hash (xxh64) of its ids; parameters are chosen on one half and reported on the other.
-
-Guarantees: deterministic; memory O(largest document) per pair plus the PAN cases.
+Guarantees: deterministic; exact; memory O(largest document) per pair plus the cases.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import gzip
-import itertools
-import json
 import math
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import xxhash
 
 from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector
-from neardup.errors import ConfigError, InputError
+from neardup.errors import ConfigError, InputError, NotFoundError
+from neardup.evaluation.pairs import read_jsonl
 from neardup.shingles import hash_forms
 from neardup.similarity.alignment import (
     AlignedPassage,
     AlignmentConfig,
-    PreparedText,
-    UnitPairs,
-    align_pair,
     align_prepared,
     prepare_text,
-    unit_pairs,
 )
 from neardup.text import Tokens, tokenize
 
 __all__ = [
     "METHODS",
-    "SPLITS",
     "AlignmentScore",
+    "LabelledSpans",
     "PanCase",
     "PanScores",
+    "Predict",
     "copied_mask",
     "evaluate_alignment",
-    "pair_split",
     "pan_measures",
-    "render_markdown",
-    "tune_alignment",
+    "prediction",
+    "read_alignment_labels",
+    "score_alignment",
 ]
 
 METHODS = ("passages", "origin")
-SPLITS = ("all", "tune", "test")
+
+Mask = np.ndarray[Any, np.dtype[np.bool_]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,71 +217,58 @@ def pan_measures(cases: Sequence[PanCase], detections: Sequence[PanCase]) -> Pan
     return PanScores(len(cases), len(detections), precision, recall, granularity, plagdet)
 
 
-# --- data ----------------------------------------------------------------------------------------
-
-
-def pair_split(susp: str, src: str) -> str:
-    """``"tune"`` or ``"test"``: a stable half of the pair (xxh64 of ``susp \\t src``, seed 0)."""
-    return "test" if xxhash.xxh64_intdigest(f"{susp}\t{src}".encode(), seed=0) & 1 else "tune"
+# --- labelled pairs ----------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
-class _Pair:
+class LabelledSpans:
+    """A labelled pair: the suspicious and the source document's ids, its group, and the
+    copied passages as ``(this_offset, this_length, source_offset, source_length)``."""
+
     susp: str
     src: str
-    category: str
-    truths: tuple[tuple[int, int, int, int], ...]  # this_offset, this_length, src_off, src_len
+    group: str
+    spans: tuple[tuple[int, int, int, int], ...]
 
     @property
     def key(self) -> str:
+        """The pair's id in :class:`PanCase` (``susp \\t src``)."""
         return f"{self.susp}\t{self.src}"
 
 
-def _folder(data_dir: Path | None) -> Path:
-    data = Path(data_dir) if data_dir else Path(__file__).resolve().parents[4] / "shared" / "data"
-    folder = data / "pan13_text_alignment"
-    if not (folder / "docs.jsonl.gz").exists():
-        raise InputError(f"PAN13 text alignment data not found in {folder}")
-    return folder
+def _span(feature: Mapping[str, Any], where: str) -> tuple[int, int, int, int]:
+    try:
+        span = tuple(
+            int(feature.get(k, 0))
+            for k in ("this_offset", "this_length", "source_offset", "source_length")
+        )
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{where}: a passage's offsets and lengths must be integers") from exc
+    if min(span) < 0:
+        raise InputError(f"{where}: a passage has a negative offset or length")
+    return span  # type: ignore[return-value]
 
 
-def _load(
-    data_dir: Path | None, split: str, limit: int | None
-) -> tuple[dict[str, str], list[_Pair]]:
-    if split not in SPLITS:
-        raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    folder = _folder(data_dir)
-    texts: dict[str, str] = {}
-    with gzip.open(folder / "docs.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            texts[str(row["id"])] = row["text"] or ""
-    pairs: list[_Pair] = []
-    per_category: dict[str, int] = {}
-    with gzip.open(folder / "labels.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            susp, src, category = str(row["susp"]), str(row["src"]), str(row["category"])
-            if split != "all" and pair_split(susp, src) != split:
-                continue
-            if limit is not None and per_category.get(category, 0) >= limit:
-                continue
-            if susp not in texts or src not in texts:
-                raise InputError(f"PAN13 label refers to a missing document: {susp} / {src}")
-            truths = tuple(
-                (
-                    int(f["this_offset"]),
-                    int(f["this_length"]),
-                    int(f.get("source_offset", 0)),
-                    int(f.get("source_length", 0)),
-                )
-                # metadata entries ("about", "md5") mark nothing
-                for f in row.get("features") or []
-                if "this_offset" in f
-            )
-            per_category[category] = per_category.get(category, 0) + 1
-            pairs.append(_Pair(susp, src, category, truths))
-    return texts, pairs
+def read_alignment_labels(
+    path: str | Path,
+    id_fields: tuple[str, str] = ("susp", "src"),
+    group_field: str = "category",
+) -> list[LabelledSpans]:
+    """The labelled pairs of a JSON Lines file (the format in the module docstring), in file
+    order; a pair without ``group_field`` is in the group ``"all"``.  A malformed line raises
+    ``InputError`` naming the file and line."""
+    out: list[LabelledSpans] = []
+    for number, obj in enumerate(read_jsonl(path), 1):
+        where = f"{path}:{number}"
+        susp, src = obj.get(id_fields[0]), obj.get(id_fields[1])
+        if susp is None or src is None:
+            raise InputError(f"{where}: missing {id_fields[0]!r} or {id_fields[1]!r}")
+        features = obj.get("features") or []
+        if not isinstance(features, list) or not all(isinstance(f, dict) for f in features):
+            raise InputError(f"{where}: 'features' must be a list of objects")
+        spans = tuple(_span(f, where) for f in features if "this_offset" in f)
+        out.append(LabelledSpans(str(susp), str(src), str(obj.get(group_field, "all")), spans))
+    return out
 
 
 # --- the two aligners ------------------------------------------------------------------------
@@ -298,7 +279,7 @@ def copied_mask(
     source: tuple[str, Tokens],
     suspicious: tuple[str, Tokens],
     suspicious_length: int,
-) -> np.ndarray[Any, np.dtype[np.bool_]]:
+) -> Mask:
     """Characters of the suspicious text inside segments copied from the source."""
     det = OriginDetector(config, reject_repeated_ids=False)
     (src_id, src_tokens), (susp_id, susp_tokens) = source, suspicious
@@ -312,10 +293,12 @@ def copied_mask(
     return mask
 
 
-_Predict = Callable[[_Pair], tuple[np.ndarray[Any, np.dtype[np.bool_]], list[PanCase] | None]]
+#: An aligner under evaluation: a labelled pair -> the predicted characters of the suspicious
+#: text, and the predicted passages as PAN detections (``None`` when it gives no source spans).
+Predict = Callable[[LabelledSpans], tuple[Mask, list[PanCase] | None]]
 
 
-def _origin_predictor(texts: Mapping[str, str], cfg: OriginConfig) -> _Predict:
+def _origin_predictor(texts: Mapping[str, str], cfg: OriginConfig) -> Predict:
     tokens: dict[str, Tokens] = {}
 
     def toks(doc_id: str) -> Tokens:
@@ -323,7 +306,7 @@ def _origin_predictor(texts: Mapping[str, str], cfg: OriginConfig) -> _Predict:
             tokens[doc_id] = tokenize(texts[doc_id], TEXT_CONFIG)
         return tokens[doc_id]
 
-    def predict(pair: _Pair) -> tuple[np.ndarray[Any, np.dtype[np.bool_]], list[PanCase] | None]:
+    def predict(pair: LabelledSpans) -> tuple[Mask, list[PanCase] | None]:
         length = len(texts[pair.susp])
         src, susp = (pair.src, toks(pair.src)), (pair.susp, toks(pair.susp))
         return copied_mask(cfg, src, susp, length), None
@@ -331,66 +314,59 @@ def _origin_predictor(texts: Mapping[str, str], cfg: OriginConfig) -> _Predict:
     return predict
 
 
-def _passages_predictor(texts: Mapping[str, str], cfg: AlignmentConfig) -> _Predict:
+def _passages_predictor(texts: Mapping[str, str], cfg: AlignmentConfig) -> Predict:
     """Aligns each pair from scratch (both texts prepared inside the timed call)."""
 
-    def predict(pair: _Pair) -> tuple[np.ndarray[Any, np.dtype[np.bool_]], list[PanCase] | None]:
+    def predict(pair: LabelledSpans) -> tuple[Mask, list[PanCase] | None]:
         found = align_prepared(
             prepare_text(texts[pair.src], cfg), prepare_text(texts[pair.susp], cfg), cfg
         )
-        return _as_prediction(pair, len(texts[pair.susp]), found)
+        return prediction(pair, len(texts[pair.susp]), found)
 
     return predict
 
 
-def _as_prediction(
-    pair: _Pair, length: int, found: Sequence[AlignedPassage]
-) -> tuple[np.ndarray[Any, np.dtype[np.bool_]], list[PanCase]]:
+def prediction(
+    pair: LabelledSpans, length: int, found: Sequence[AlignedPassage]
+) -> tuple[Mask, list[PanCase]]:
+    """What aligned passages predict: the suspicious characters they cover and the
+    detections for :func:`pan_measures`."""
     mask = np.zeros(length, dtype=bool)
     for p in found:
         mask[p.this_offset : p.this_end] = True
     return mask, [PanCase.from_passage(pair.key, p) for p in found]
 
 
-def _cached_predictor(
-    texts: Mapping[str, str], cfg: AlignmentConfig, seeded: Mapping[str, UnitPairs]
-) -> _Predict:
-    """For tuning: extension and filtering of seeds computed once per pair (``seeded``)."""
-
-    def predict(pair: _Pair) -> tuple[np.ndarray[Any, np.dtype[np.bool_]], list[PanCase] | None]:
-        return _as_prediction(pair, len(texts[pair.susp]), align_pair(seeded[pair.key], cfg))
-
-    return predict
-
-
-def _score(
-    pairs: Sequence[_Pair],
+def score_alignment(
+    pairs: Sequence[LabelledSpans],
     texts: Mapping[str, str],
-    predict: _Predict,
+    predict: Predict,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, AlignmentScore]:
+    """Run ``predict`` on every pair and score it per group (groups in sorted order); the PAN
+    measures only where ``predict`` gives detections for every pair of the group."""
     counts: dict[str, list[int]] = {}
     seconds: dict[str, float] = {}
     cases: dict[str, list[PanCase]] = {}
     found: dict[str, list[PanCase] | None] = {}
     for n, pair in enumerate(pairs):
         truth = np.zeros(len(texts[pair.susp]), dtype=bool)
-        for a, length, _, _ in pair.truths:
+        for a, length, _, _ in pair.spans:
             truth[a : a + length] = True
         t0 = time.perf_counter()
         pred, detections = predict(pair)
-        seconds[pair.category] = seconds.get(pair.category, 0.0) + time.perf_counter() - t0
-        acc = counts.setdefault(pair.category, [0, 0, 0, 0])
+        seconds[pair.group] = seconds.get(pair.group, 0.0) + time.perf_counter() - t0
+        acc = counts.setdefault(pair.group, [0, 0, 0, 0])
         acc[0] += 1
         acc[1] += int(truth.sum())
         acc[2] += int(pred.sum())
         acc[3] += int((truth & pred).sum())
-        cases.setdefault(pair.category, []).extend(
-            PanCase(pair.key, a, a + la, b, b + lb) for a, la, b, lb in pair.truths
+        cases.setdefault(pair.group, []).extend(
+            PanCase(pair.key, a, a + la, b, b + lb) for a, la, b, lb in pair.spans
         )
-        kept = found.setdefault(pair.category, [])
+        kept = found.setdefault(pair.group, [])
         if detections is None:
-            found[pair.category] = None
+            found[pair.group] = None
         elif kept is not None:
             kept.extend(detections)
         if progress and n % 500 == 499:
@@ -424,27 +400,33 @@ def _score(
 
 
 def evaluate_alignment(
-    data_dir: Path | None = None,
+    pairs: Sequence[LabelledSpans],
+    texts: Mapping[str, str],
     *,
-    method: str = "origin",
+    method: str = "passages",
     config: OriginConfig | AlignmentConfig | None = None,
-    limit: int | None = None,
-    split: str = "all",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, AlignmentScore]:
-    """Score one aligner on PAN13, per obfuscation category.
+    """Score one aligner on labelled pairs, per group.
 
     ``method`` is ``"passages"`` (:func:`~neardup.similarity.alignment.align_passages`,
     ``config`` an :class:`AlignmentConfig`, default its defaults) or ``"origin"`` (origin
     detection, ``config`` an :class:`OriginConfig`, default the reference mode: All, unlimited
-    memory, exact 8-shingle matches); ``split`` keeps the ``"tune"`` or ``"test"`` half
-    (:func:`pair_split`) or ``"all"``; ``limit`` caps the pairs per category (file order).
-    ``ms_per_pair`` is the aligner's wall time per pair, preparing both texts included.
+    memory, exact 8-shingle matches).  ``texts`` maps every id of ``pairs`` to its text
+    (``NotFoundError`` names the missing ones).  ``ms_per_pair`` is the aligner's wall time per
+    pair, preparing both texts included.
     """
     if method not in METHODS:
         raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    texts, pairs = _load(data_dir, split, limit)
-    predict: _Predict
+    missing = {x for p in pairs for x in (p.susp, p.src)} - texts.keys()
+    if missing:
+        example = sorted(missing)[:3]
+        raise NotFoundError(f"{len(missing)} pair ids have no document, e.g. {example}")
+    for p in pairs:
+        length = len(texts[p.susp])
+        if any(a + n > length for a, n, _, _ in p.spans):
+            raise InputError(f"a passage of {p.susp} ends after its text ({length} characters)")
+    predict: Predict
     if method == "origin":
         if config is not None and not isinstance(config, OriginConfig):
             raise ConfigError("method 'origin' needs an OriginConfig")
@@ -453,170 +435,4 @@ def evaluate_alignment(
         if config is not None and not isinstance(config, AlignmentConfig):
             raise ConfigError("method 'passages' needs an AlignmentConfig")
         predict = _passages_predictor(texts, config or AlignmentConfig())
-    return _score(pairs, texts, predict, progress)
-
-
-# --- tuning --------------------------------------------------------------------------------------
-
-#: The grid :func:`tune_alignment` searches by default: the boundary and summary settings
-#: around the defaults (the seed settings' grid around the paper's values is in docs/eval.md).
-TUNING_GRID: dict[str, tuple[Any, ...]] = {
-    "boundary_window": (4, 6, 8),
-    "boundary_density": (0.5, 0.6),
-    "summary_source_ratio": (3.0, 4.0, 5.0),
-    "novel_cosine": (0.0, 0.1),
-}
-
-#: Categories whose PAN plagdet the tuning objective averages (every category with cases).
-TUNING_CATEGORIES = (
-    "02-no-obfuscation",
-    "03-random-obfuscation",
-    "04-translation-obfuscation",
-    "05-summary-obfuscation",
-)
-
-
-def tune_alignment(
-    data_dir: Path | None = None,
-    *,
-    grid: Mapping[str, Sequence[Any]] | None = None,
-    base: AlignmentConfig | None = None,
-    split: str = "tune",
-    limit: int | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> list[tuple[float, AlignmentConfig, dict[str, AlignmentScore]]]:
-    """Score every config of ``grid`` (fields of :class:`AlignmentConfig` over ``base``) on one
-    half; best first by the mean PAN plagdet of :data:`TUNING_CATEGORIES` (ties: mean micro
-    F1, then fewer false-positive characters on no-plagiarism, then grid order)."""
-    texts, pairs = _load(data_dir, split, limit)
-    space = dict(grid or TUNING_GRID)
-    base_cfg = base or AlignmentConfig()
-    configs = [
-        dataclasses.replace(base_cfg, **dict(zip(space, values, strict=True)))
-        for values in itertools.product(*space.values())
-    ]
-    # Seeding depends only on the text settings and the two seed floors: done once per pair
-    # and text setting at the lowest thresholds of the grid, then filtered per config.
-    floors = (min(c.seed_floors[0] for c in configs), min(c.seed_floors[1] for c in configs))
-    seeded: dict[tuple[Any, ...], dict[str, UnitPairs]] = {}
-    rows: list[
-        tuple[tuple[float, float, int, int], AlignmentConfig, dict[str, AlignmentScore]]
-    ] = []
-    for n, cfg in enumerate(configs):
-        key = (cfg.text, cfg.min_sentence_words, cfg.max_text_chars)
-        if key not in seeded:
-            prepared: dict[str, PreparedText] = {}
-            for doc in sorted({p.susp for p in pairs} | {p.src for p in pairs}):
-                prepared[doc] = prepare_text(texts[doc], cfg)
-            seeded[key] = {
-                p.key: unit_pairs(prepared[p.src], prepared[p.susp], *floors) for p in pairs
-            }
-        scores = _score(pairs, texts, _cached_predictor(texts, cfg, seeded[key]))
-        f1 = float(np.mean([scores[c].f1 for c in TUNING_CATEGORIES if c in scores]))
-        plagdet = float(
-            np.mean([scores[c].plagdet or 0.0 for c in TUNING_CATEGORIES if c in scores])
-        )
-        fp = scores["01-no-plagiarism"].predicted_chars if "01-no-plagiarism" in scores else 0
-        rows.append(((-plagdet, -f1, fp, n), cfg, scores))
-        if progress:
-            changed = {k: getattr(cfg, k) for k in space}
-            progress(f"tune {n + 1}/{len(configs)}: {changed} plagdet {plagdet:.4f}")
-    rows.sort(key=lambda r: r[0])
-    return [(-key[0], cfg, scores) for key, cfg, scores in rows]
-
-
-# --- rendering and the origin helper's run --------------------------------------------------------
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}"
-
-
-def render_markdown(results: Mapping[str, Mapping[str, AlignmentScore]]) -> str:
-    """One table per configuration label: category, pairs, micro character P/R/F1 on the
-    suspicious side and, when computed, the PAN measures."""
-    lines = []
-    for label, scores in results.items():
-        lines += [f"### PAN13 passage alignment: {label}", ""]
-        pan = any(s.plagdet is not None for s in scores.values())
-        head = "| category | pairs | true chars | predicted | precision % | recall % | F1 % |"
-        rule = "|---|---|---|---|---|---|---|"
-        if pan:
-            head += " PAN prec % | PAN rec % | gran. | plagdet % | ms/pair |"
-            rule += "---|---|---|---|---|"
-        lines += [head, rule]
-        for s in scores.values():
-            # with nothing to find, only the falsely predicted characters mean anything
-            real = bool(s.true_chars)
-            row = (
-                f"| {s.category} | {s.pairs} | {s.true_chars} | {s.predicted_chars} |"
-                f" {_pct(s.precision if real else None)} | {_pct(s.recall if real else None)} |"
-                f" {_pct(s.f1 if real else None)} |"
-            )
-            if pan:
-                gran = "n/a" if s.granularity is None or not real else f"{s.granularity:.3f}"
-                ms = "n/a" if s.ms_per_pair is None else f"{s.ms_per_pair:.1f}"
-                row += (
-                    f" {_pct(s.pan_precision if real else None)} |"
-                    f" {_pct(s.pan_recall if real else None)} | {gran} |"
-                    f" {_pct(s.plagdet if real else None)} | {ms} |"
-                )
-            lines.append(row)
-        lines.append("")
-    return "\n".join(lines)
-
-
-ALIGNMENT_CONFIGS: dict[str, OriginConfig] = {
-    "All + unlimited (reference, exact 8-shingles)": OriginConfig.reference(),
-    "NHs + LS + BE, 1 MB table": OriginConfig.paper(memory_bytes=1_000_000),
-}
-
-
-def run_alignment(
-    out_dir: Path,
-    *,
-    data_dir: Path | None = None,
-    limit: int | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> dict[str, dict[str, AlignmentScore]]:
-    """Evaluate origin detection's :data:`ALIGNMENT_CONFIGS`; write ``alignment.json`` and
-    ``alignment.md`` (the origin helper's figures, docs/origin.md)."""
-    results = {
-        label: evaluate_alignment(data_dir, config=cfg, limit=limit, progress=progress)
-        for label, cfg in ALIGNMENT_CONFIGS.items()
-    }
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    plain = {k: {c: s.to_dict() for c, s in v.items()} for k, v in results.items()}
-    (out_dir / "alignment.json").write_text(json.dumps(plain, indent=1))
-    (out_dir / "alignment.md").write_text(render_markdown(results))
-    return results
-
-
-def main(argv: Iterable[str] | None = None) -> int:
-    """``python -m neardup.evaluation.alignment --tune [--split tune] [--limit N]`` prints the
-    grid ranked on one half; without ``--tune`` it writes the origin runs (``--out``)."""
-    parser = argparse.ArgumentParser(description="PAN13 passage alignment")
-    parser.add_argument("--out", type=Path, default=Path("docs/origin"))
-    parser.add_argument("--data", type=Path, default=None)
-    parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--tune", action="store_true", help="rank TUNING_GRID on --split")
-    parser.add_argument("--split", choices=SPLITS, default="tune")
-    parser.add_argument("--top", type=int, default=10)
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    if args.tune:
-        ranked = tune_alignment(args.data, split=args.split, limit=args.limit, progress=say)
-        base = AlignmentConfig().to_dict()
-        for plagdet, cfg, scores in ranked[: args.top]:
-            changed = {k: v for k, v in cfg.to_dict().items() if v != base[k]}
-            print(f"mean plagdet {plagdet:.4f} {changed}")
-            print(render_markdown({"config": scores}))
-        return 0
-    results = run_alignment(args.out, data_dir=args.data, limit=args.limit, progress=say)
-    print(render_markdown(results))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return score_alignment(pairs, texts, predict, progress)

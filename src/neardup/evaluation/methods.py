@@ -280,7 +280,9 @@ def _ext_shingles(text: str) -> list[str]:
     return [" ".join(words[i : i + _EXT_WIDTH]) for i in range(len(words) - _EXT_WIDTH + 1)]
 
 
-def _datasketch() -> Method | None:
+def _datasketch_minhash() -> Callable[[str], Any] | None:
+    """``text -> datasketch.MinHash`` (128 permutations) of its word 4-shingles, or ``None``
+    when datasketch is not installed."""
     try:
         from datasketch import MinHash
     except ImportError:
@@ -291,12 +293,20 @@ def _datasketch() -> Method | None:
         m.update_batch([s.encode("utf-8") for s in _ext_shingles(text)])
         return m
 
-    return Method(
-        "datasketch",
-        prepare,
-        lambda a, b: float(a.jaccard(b)),
-        0.5,
-        "datasketch.MinHash (128 permutations) of word 4-shingles",
+    return prepare
+
+
+def _estimated_jaccard(name: str, prepare: Callable[[str], Any], description: str) -> Method:
+    """A library's MinHash scored by its own Jaccard estimate, at the threshold 0.5."""
+    return Method(name, prepare, lambda a, b: float(a.jaccard(b)), 0.5, description)
+
+
+def _datasketch() -> Method | None:
+    prepare = _datasketch_minhash()
+    if prepare is None:
+        return None
+    return _estimated_jaccard(
+        "datasketch", prepare, "datasketch.MinHash (128 permutations) of word 4-shingles"
     )
 
 
@@ -305,17 +315,13 @@ def _datasketch_lsh() -> Method | None:
     estimate when the pair shares a band (an LSH candidate), else 0.  The band test is the
     index's own: the pair is a candidate exactly when some band's ``r`` hash values are equal
     (``MinHashLSH.b`` bands of ``r`` rows, chosen by datasketch for the threshold)."""
-    try:
-        from datasketch import MinHash, MinHashLSH
-    except ImportError:
+    prepare = _datasketch_minhash()
+    if prepare is None:
         return None
+    from datasketch import MinHashLSH
+
     lsh = MinHashLSH(threshold=0.5, num_perm=128)
     bands, rows = int(lsh.b), int(lsh.r)
-
-    def prepare(text: str) -> Any:
-        m = MinHash(num_perm=128, seed=1)
-        m.update_batch([s.encode("utf-8") for s in _ext_shingles(text)])
-        return m
 
     def compare(a: Any, b: Any) -> float:
         n = bands * rows
@@ -343,12 +349,8 @@ def _rensa() -> Method | None:
         m.update(_ext_shingles(text))
         return m
 
-    return Method(
-        "rensa",
-        prepare,
-        lambda a, b: float(a.jaccard(b)),
-        0.5,
-        "rensa.RMinHash (128 permutations) of word 4-shingles",
+    return _estimated_jaccard(
+        "rensa", prepare, "rensa.RMinHash (128 permutations) of word 4-shingles"
     )
 
 

@@ -1,5 +1,6 @@
 """Quality metrics: precision/recall/F1 at a threshold and over a sweep, PR and ROC curves,
-exact ROC AUC, and clustering agreement (adjusted Rand index, B-cubed).
+exact ROC AUC, clustering agreement (adjusted Rand index, B-cubed), and the origin-detection
+measures of seed 004 (Section 3.2: DO, TF, ssr).
 
 Conventions (documented, so results are comparable across methods):
 
@@ -13,6 +14,11 @@ Conventions (documented, so results are comparable across methods):
   trivially identical (the degenerate 0/0 case, as in the usual reference implementations).
 * B-cubed (Bagga & Baldwin 1998; Amigó et al. 2009): per-item precision and recall averaged
   over items.
+* DO, TF and ssr (seed 004): ``nan`` when there is nothing to score (no query document, no
+  token, no shingle).
+
+The passage alignment measures (character-level and PAN) are in
+:mod:`neardup.evaluation.alignment`.
 
 Everything is exact, deterministic and vectorised with numpy: O(n log n) in the number of
 pairs or items, O(n) memory.  Each function is checked against a brute-force definition in
@@ -22,6 +28,7 @@ pairs or items, O(n) memory.  Each function is checked against a brute-force def
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -37,11 +44,14 @@ __all__ = [
     "adjusted_rand_index",
     "average_precision",
     "bcubed",
+    "dominant_origin_score",
     "pr_curve",
     "precision_recall_f1",
     "roc_auc",
     "roc_curve",
+    "selected_shingle_ratio",
     "threshold_sweep",
+    "token_freshness_score",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -302,3 +312,34 @@ def bcubed(truth: Sequence[Hashable], predicted: Sequence[Hashable]) -> BCubed:
     recall = float(np.sum(cells * cells / class_sizes[cls]) / n)
     f1 = float(_f1(np.array(precision), np.array(recall)))
     return BCubed(precision, recall, f1)
+
+
+# --- origin detection (seed 004, Section 3.2) ------------------------------------------------
+
+
+def dominant_origin_score(truth: Sequence[int | None], predicted: Sequence[int]) -> float:
+    """DO: fraction of documents with a true dominant origin whose prediction equals it.
+
+    Documents whose truth is ``None`` (no dominant origin) are not query documents and are
+    skipped; with no query document at all the score is ``nan``.
+    """
+    if len(truth) != len(predicted):
+        raise InputError("truth and predicted differ in length")
+    pairs = [(t, p) for t, p in zip(truth, predicted, strict=True) if t is not None]
+    if not pairs:
+        return math.nan
+    return sum(t == p for t, p in pairs) / len(pairs)
+
+
+def token_freshness_score(true_old: npt.ArrayLike, predicted_old: npt.ArrayLike) -> float:
+    """TF: fraction of tokens labelled correctly fresh/old (``nan`` for no tokens)."""
+    t = np.asarray(true_old, dtype=bool)
+    p = np.asarray(predicted_old, dtype=bool)
+    if t.shape != p.shape:
+        raise InputError("truth and predicted token labels differ in shape")
+    return float(np.mean(t == p)) if t.size else math.nan
+
+
+def selected_shingle_ratio(selected: int, total: int) -> float:
+    """ssr: selected shingles / all shingles (``nan`` when there are none)."""
+    return selected / total if total else math.nan

@@ -1,7 +1,7 @@
 """Synthetic copies with known edits, and same-topic negatives, for measuring quality.
 
 From any corpus (records with ``id``, ``text`` and optionally ``title``, ``date`` and
-``topics``), :func:`synthesize` makes copies of real articles with *known* edits (issue 7):
+``topics``), :func:`synthesize` makes copies of real articles with *known* edits:
 
 ==================== =========================================================================
 edit                 what it does (``strength`` is the fraction given in parentheses)
@@ -56,7 +56,7 @@ and a cut copy "is still duplicate when the shorter covers most of the longer's 
 *similar* (in the guide's words, partial) otherwise.  The same definition the judgement
 (:mod:`neardup.rule`) is scored against on real data, so the two benchmarks ask one question.
 
-``editorial`` (the previous default). Seed 000 defines duplicates as "articles that have a
+``editorial`` (an alternative). Seed 000 defines duplicates as "articles that have a
 significant overlap between them and that a human will notice that they are actually the
 same articles that might have went through some editing", the typical case being a wire
 story republished "word by word ... with some minor editing"; seed 003 calls "similar" the
@@ -80,7 +80,7 @@ insertions while they stay under a fifth of the copy.  The 0.2 on additions is s
 "minor editing" made a number; the 0.5 on removals is "the majority of the article".  Both are
 definitions fixed before any method was scored, not fitted to a method.
 
-``bag80`` (the previous rule, kept for comparison).  ``kept >= duplicate_min_kept`` (0.8) and
+``bag80`` (an alternative, for comparison).  ``kept >= duplicate_min_kept`` (0.8) and
 ``novel <= duplicate_max_novel`` (0.2) on the published text: typos count as altered words,
 and any cut of more than a fifth is *similar*.  It treats removals and additions alike and
 spelling noise as new content, which is stricter than seed 000's definition.
@@ -88,16 +88,17 @@ spelling noise as new content, which is stricter than seed 000's definition.
 ``margin`` = ``min(kept - min_kept, max_added - added)`` under each rule is a copy's signed
 distance from that rule's boundary (positive: duplicate), so evaluations can report the clear
 cases apart from borderline ones.  Labels come from the produced text, never from a method
-under test.  With the default strength levels, under ``editorial``: ``exact``, ``headline``,
-``boilerplate``, ``paragraph_reorder``, ``typos``, ``ocr``, ``numbers`` always duplicate;
-``paragraph_insert``/``sentence_insert`` duplicate up to about 0.25 added words;
-``truncate``/``paragraph_drop``/``sentence_drop`` duplicate up to about half removed;
-``mixed`` always duplicate (at most a fifth of its sentences dropped).
+under test.  With the default strength levels, under ``guide``: ``exact``, ``headline``,
+``boilerplate``, ``paragraph_reorder``, ``typos``, ``ocr``, ``numbers`` and ``mixed`` always
+duplicate; ``paragraph_insert``/``sentence_insert`` duplicate while the inserted words are
+fewer than the original's (strengths up to 0.5; at 1.0 mostly similar);
+``truncate``/``paragraph_drop``/``sentence_drop`` duplicate while at least half is left
+(under ``editorial`` the inserts become similar beyond about a quarter of added words).
 
 *Similar* examples are therefore copies of the same story with most of their text shared but
-cut beyond half or padded beyond a fifth; no paraphrased rewrites are generated (that needs a
-paraphraser), and different stories on the same topic are *different*, not *similar* (issue
-3: "similar" is the same story).
+cut beyond half or padded beyond the rule's share of added words; no paraphrased rewrites are
+generated (that needs a paraphraser), and different stories on the same topic are
+*different*, not *similar* ("similar" is the same story).
 
 * Pairs of independent articles (same-topic negatives, and the article that lent a quotation
   vs the article that received it) are **different** by construction.
@@ -229,15 +230,28 @@ _OCR_CONFUSIONS = (
 )  # fmt: skip
 
 
+# The fields of SynthConfig that are shares of words, each in [0, 1].
+_SHARES = (
+    "content_min_kept",
+    "content_max_added",
+    "guide_max_added",
+    "duplicate_min_kept",
+    "duplicate_max_novel",
+    "negative_max_overlap",
+    "max_original_overlap",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class SynthConfig(Config):
     """Parameters of :func:`synthesize` (defaults: the Reuters perturbation benchmark).
 
     ``edits`` are the copy edits used in turn (round-robin over originals, so each edit gets
     the same number of copies); each copy draws its strength from ``DEFAULT_STRENGTHS``.
-    ``label_rule`` picks the copy label rule (``editorial``: ``content_min_kept`` /
-    ``content_max_added``; ``bag80``: ``duplicate_min_kept`` / ``duplicate_max_novel``; see
-    the module docstring); pairs carry the labels of both rules either way.
+    ``label_rule`` picks the copy label rule (``guide``, the default: ``content_min_kept`` /
+    ``guide_max_added``; ``editorial``: ``content_min_kept`` / ``content_max_added``;
+    ``bag80``: ``duplicate_min_kept`` / ``duplicate_max_novel``; see the module docstring);
+    pairs carry the labels of every rule either way.
     """
 
     SCHEME = "synth"
@@ -276,13 +290,8 @@ class SynthConfig(Config):
         for edit in self.edits:
             check_choice("edit", edit, COPY_EDITS)
         check_choice("label_rule", self.label_rule, LABEL_RULES)
-        check_range("content_min_kept", self.content_min_kept, low=0.0, high=1.0)
-        check_range("content_max_added", self.content_max_added, low=0.0, high=1.0)
-        check_range("guide_max_added", self.guide_max_added, low=0.0, high=1.0)
-        check_range("duplicate_min_kept", self.duplicate_min_kept, low=0.0, high=1.0)
-        check_range("duplicate_max_novel", self.duplicate_max_novel, low=0.0, high=1.0)
-        check_range("negative_max_overlap", self.negative_max_overlap, low=0.0, high=1.0)
-        check_range("max_original_overlap", self.max_original_overlap, low=0.0, high=1.0)
+        for share in _SHARES:
+            check_range(share, getattr(self, share), low=0.0, high=1.0)
         check_int("shingle_width", self.shingle_width, low=1, high=64)
 
 

@@ -49,10 +49,10 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
 Terms are the 64-bit hashes of the text stage's forms (:func:`neardup.shingles.hash_forms`);
 ASCII texts take the compiled token path (:mod:`neardup.similarity.spans`).
 
-Guarantees: pure and deterministic (no hashing at all: terms are compared as strings, every
-sort has a total key); approximate in the sense of the paper (a heuristic aligner, measured on
-PAN13 in ``docs/eval.md``); seeding runs an inverted index per block of 256 x 256 units
-(time proportional to the number of (unit, unit, shared term) triples, memory bounded by the
+Guarantees: pure and deterministic (terms are seeded 64-bit hashes, the same in every process;
+every sort has a total key); approximate in the sense of the paper (a heuristic aligner, its
+quality on PAN13 in ``docs/eval.md``); seeding runs an inverted index per block of 256 x 256
+units (time proportional to the number of (unit, unit, shared term) triples, memory bounded by the
 block size beyond the sparse unit vectors, which are linear in the texts); texts longer than
 ``max_text_chars`` raise :class:`~neardup.errors.InputTooLargeError`.
 """

@@ -76,8 +76,8 @@ class CommonSubstring:
 
 # --- the OpenMP work-around -------------------------------------------------------------
 # The libdivsufsort wheel is built with OpenMP.  On a busy machine its thread team costs
-# ~5-8 ms per call whatever the input size (measured: 7.4 ms for 10 kB, 0.26 ms with one
-# thread).  A suffix sort of two articles is far too small to gain from threads, so the
+# milliseconds per call whatever the input size, many times the single-threaded sort of two
+# articles.  A suffix sort of two articles is far too small to gain from threads, so the
 # calling thread's OpenMP team size is set to 1 in the bundled libgomp (that copy of libgomp is
 # private to pydivsufsort, so nothing else in the process is affected).
 _omp_lock = threading.Lock()

@@ -7,16 +7,12 @@ makes the sample consistent across documents, so two sketches can be compared by
 merge (see :func:`neardup.similarity.bottomk_jaccard`, which is the exact Jaccard of the two
 sentence sets when both sketches hold fewer than ``k`` values).
 
-Default ``k = 32``, chosen by measurement (``benchmarks/bench_sketch_k.py``, results in
-``benchmarks/results/sketch_k.json`` and ``docs/resultset.md``): on 10,800 pairs of a
-Reuters-21578 article and a planted edited copy (5,192 of them articles with >= 16
-sentences) plus 20,000 unrelated pairs, the bottom-k decision ``>= 0.5`` agreed with the
-exact sentence-set Jaccard decision on 98.9 % of pairs at k = 8, 99.9 % at k = 16 and on
-every pair from k = 24; the mean absolute error on long articles fell from 0.036 (k = 16)
-and 0.009 (k = 24) to 0.0016 at k = 32.  Result-set dedup latency did not change measurably
-with k (about 30 us for 100 articles at every k from 2 to 64, because only articles sharing
-a sentence are merged) and a long article's signature grows by 4 bytes per value, so the
-larger k is nearly free; 32 leaves headroom for web articles, which are longer than Reuters'.
+Default ``k = 32``: a sketch holding every sentence of an article is the exact sentence set,
+and the bottom-k decision ``>= 0.5`` agrees with the exact one once ``k`` covers most
+articles' sentences; result-set dedup does not slow down with ``k`` (only articles sharing a
+sentence are merged) and a value costs 4 bytes, so the larger ``k`` is nearly free and leaves
+headroom for web articles, which are longer than newswire.  The measurement behind the choice
+is in docs/resultset.md (``benchmarks/bench_sketch_k.py``).
 
 Guarantees: deterministic (CRC32 of UTF-8 bytes); the values are sorted ascending, distinct,
 uint32, at most ``k`` of them.  A text with no sentence that keeps a term after normalisation

@@ -20,13 +20,11 @@ reference; OPH vectorised with numpy):
     documents probe alike).  Cost O(n + num_perm), and still Pr[equal value] = Jaccard.
 
 Both give unbiased estimates of the Jaccard similarity J of the two shingle sets with
-standard error about ``sqrt(J (1 - J) / num_perm)``.  Measured on 1,838 Reuters pairs
-(``benchmarks/bench_minhash.py``): RMSE / theoretical RMSE 1.000 (permutations) and 0.988
-(oph) at 128 values, no measurable bias.  The default is ``"permutations"``: on news-sized
-articles (~130 shingles) its fused compiled kernel (:mod:`neardup._kernels`) signs about
-2-3 times as fast as ``"oph"`` end to end (``benchmarks/bench_sign.py``); ``"oph"`` is the
-better choice for long documents (its cost does not grow with ``num_perm * n``: 10x faster
-at 100,000 shingles).
+standard error about ``sqrt(J (1 - J) / num_perm)`` (their measured error: docs/signatures.md).
+The default is ``"permutations"``: on news-sized articles (a few hundred shingles) its fused
+compiled kernel (:mod:`neardup._kernels`) signs faster than ``"oph"``; ``"oph"`` is the
+better choice for long documents, as its cost does not grow with ``num_perm * n``
+(``benchmarks/bench_sign.py``).
 
 The signature is ``num_perm`` uint64 values (position ``i`` = value ``i``).  A text without
 shingles gives the *empty* signature (no values); :func:`estimate_jaccard` defines two empty
@@ -143,7 +141,7 @@ def _permutation_params(num_perm: int, seed: int) -> tuple[U64, U64]:
 
 def _minhash_permutations(shingles: U64, num_perm: int, seed: int) -> U64:
     """The k-permutation values in one compiled pass (equal to the numpy reference below,
-    tested; about 3 us instead of 20 for a news article's 150 shingles and 32 values)."""
+    tested); small inputs take the numpy reference, which starts faster."""
     if not shingles.shape[0]:
         return np.empty(0, dtype=np.uint64)
     if not compiled_worthwhile(_numpy_cost(shingles.shape[0], num_perm)):
@@ -252,13 +250,7 @@ def _densify(values: U64, filled: npt.NDArray[np.bool_], seed: int) -> U64:
         return out
     # The first _PROBE_CHUNK probes of every bin are cached: they settle most empty bins of
     # a well-filled sketch in one gather.
-    probes = _first_probes(num_bins, seed)[pending]
-    hits = filled[probes]
-    first_hit = hits.argmax(axis=1)
-    found = hits[np.arange(pending.shape[0]), first_hit]
-    rows = np.flatnonzero(found)
-    out[pending[rows]] = values[probes[rows, first_hit[rows]]]
-    pending = pending[~found]
+    pending = _settle(values, filled, out, pending, _first_probes(num_bins, seed)[pending])
     if pending.shape[0] == 0:
         return out
     if num_bins <= _TABLE_MAX_BINS:
@@ -296,14 +288,27 @@ def _densify_probing(
         else:
             probes = _probe_bins(pending, attempt, chunk, num_bins, seed)
             step = chunk
-        hits = filled[probes]
-        first = hits.argmax(axis=1)
-        found = hits[np.arange(pending.shape[0]), first]
-        rows = np.flatnonzero(found)
-        out[pending[rows]] = values[probes[rows, first[rows]]]
-        pending = pending[~found]
+        pending = _settle(values, filled, out, pending, probes)
         attempt += step
     return pending
+
+
+def _settle(
+    values: U64,
+    filled: npt.NDArray[np.bool_],
+    out: U64,
+    pending: npt.NDArray[np.intp],
+    probes: npt.NDArray[np.intp],
+) -> npt.NDArray[np.intp]:
+    """Copy into each pending bin the value of the first non-empty bin among its ``probes``
+    (one row per pending bin, in probe order); returns the bins no probe settled."""
+    hits = filled[probes]
+    first = hits.argmax(axis=1)
+    found = hits[np.arange(pending.shape[0]), first]
+    rows = np.flatnonzero(found)
+    out[pending[rows]] = values[probes[rows, first[rows]]]
+    left: npt.NDArray[np.intp] = pending[~found]
+    return left
 
 
 def _minhash_oph(shingles: U64, num_perm: int, seed: int) -> U64:

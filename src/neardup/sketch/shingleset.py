@@ -50,12 +50,10 @@ __all__ = [
     "spotsig_hashes",
 ]
 
-# Width 4 (Broder et al.'s choice for near-duplicate web pages).  Measured on Reuters
-# (benchmarks/bench_shingle_params.py, docs/signatures.md): every width 2..8 puts all edited
-# copies (10 % and 20 % of words edited) above the most similar unrelated pair; narrower
-# shingles keep more similarity under edits (median J 0.74 at width 2, 0.53 at 4, 0.30 at 8
-# for 10 % edits) but raise the noise floor between unrelated articles (99.9th percentile
-# 0.091 at width 2, 0.032 at 4, 0.000 at 8).  4 sits in the middle of that trade-off.
+# Width 4 (Broder et al.'s choice for near-duplicate web pages): narrower shingles keep more
+# similarity under edits but raise the similarity of unrelated articles, wider ones the
+# reverse; 4 sits in the middle of that trade-off (measured in docs/signatures.md,
+# benchmarks/bench_shingle_params.py).
 DEFAULT_WIDTH = 4
 
 # Token hashes of every scheme use this seed; it is part of the bytes, so changing it is a

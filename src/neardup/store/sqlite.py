@@ -1,6 +1,6 @@
 """The embedded SQLite store: one file, WAL journal, serialised writers.
 
-Durability (measured in ``benchmarks/bench_ingest.py``, documented in ``docs/stream.md``):
+Durability (its cost in ``benchmarks/bench_ingest.py`` and ``docs/stream.md``):
 
 * ``synchronous=normal`` (default): in WAL mode a committed transaction is in the WAL file
   before ``COMMIT`` returns, so it survives the process being killed (``kill -9``,
@@ -14,8 +14,8 @@ writers serialise on ``BEGIN IMMEDIATE`` (waiting up to ``busy_timeout`` ms, def
 
 Reads: ``mmap_size`` (bytes, default 2 GiB, which SQLite caps at its build's maximum) maps
 that much of the file into memory, so reading a candidate's row costs no ``read()`` call
-(SQLite's memory-mapped I/O; on the replicated stream at 700,000 articles the candidate
-reads took 52 instead of 74 us per article, docs/stream.md).  The mapped pages are the OS
+(SQLite's memory-mapped I/O; its effect on ingest is measured in docs/stream.md).  The mapped
+pages are the OS
 page cache's, shared and reclaimable, but a process's resident size counts those it
 touched.  ``mmap_size=0`` turns it off (then an I/O error reading the file is an error
 code, not a signal).

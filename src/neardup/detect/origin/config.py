@@ -19,8 +19,8 @@ the table holds the selected shingles (the anchors) as in the paper; each bucket
 which fingerprints it lost (a 64-bit mask), and only shingles that may have been lost are
 estimated.
 
-Defaults (chosen on the tuning half of the copy stream, ``tune_default`` in
-:mod:`neardup.evaluation.origin_small`): adaptive, NHs anchors, Lucky eviction with halving
+Defaults (chosen on the tuning half of the copy stream by ``tune_default`` in
+``research/origin_small.py``; docs/origin.md): adaptive, NHs anchors, Lucky eviction with halving
 limit 3 and y = 3, bridging with T = 255 and offset tolerance 2, edge extension 1, 4-byte
 fingerprints and origins.  :meth:`OriginConfig.paper` is the paper's NHs + Lucky + BE with
 its constants (k = 8, 64 shingles a bucket, T = 30, y = 7, halving limit 11, 6 + 8-byte
@@ -186,7 +186,7 @@ class OriginConfig(Config):
         """The paper's best configuration, NHs + Lucky + BE with its constants (k = 8, 64
         shingles a bucket, T = 30, y = 7, halving limit 11, 6 + 8-byte entries), only the
         selected shingles looked up and stored; ``overrides`` change single fields (the
-        research grid of :mod:`neardup.evaluation.origin` starts here)."""
+        research grid of ``research/origin_experiments.py`` starts here)."""
         base: dict[str, Any] = {
             "selection": "hailstorm", "no_overlap": None, "eviction": "lucky",
             "estimation": "be", "bridge_limit": 30, "lucky_every": 7, "lucky_limit": 11,

@@ -1,7 +1,8 @@
 """The set of document ids already processed, at 8 bytes an id (repeated-id detection).
 
-A Python ``set`` of id strings costs about 120 bytes a document (measured with tracemalloc in
-``benchmarks/bench_origin.py``), which makes a long stream's memory grow with it.  Here an id
+A Python ``set`` of id strings costs the string objects and the set's slots, over a hundred
+bytes a document (``benchmarks/bench_origin.py``), which makes a long stream's memory grow
+with it.  Here an id
 is kept as its 64-bit ``xxh3_64`` (UTF-8, fixed seed :data:`SEED`; never Python's salted
 ``hash()``), so memory grows by 8 bytes a document (+ a constant: a pending buffer of at
 most :data:`PENDING` hashes).

@@ -49,6 +49,7 @@ import numpy.typing as npt
 from neardup.detect.origin.config import OriginConfig
 from neardup.errors import ConfigError
 from neardup.shingles import word_shingles
+from neardup.sketch.winnowing import winnowing_positions  # Winnowing (W w), written once
 
 __all__ = [
     "Selection",
@@ -101,28 +102,6 @@ def every_positions(count: int, every: int) -> I64:
 def modulo_positions(fingerprints: U64, modulus: int) -> I64:
     """Modulo l: positions whose fingerprint is divisible by l."""
     return np.flatnonzero(fingerprints % np.uint64(modulus) == 0).astype(np.int64)
-
-
-@numba.njit(cache=True)
-def winnowing_positions(fingerprints: U64, window: int) -> I64:  # pragma: no cover - numba
-    """Winnowing: the right-most minimum of each window of ``window`` shingles (union)."""
-    m = fingerprints.shape[0]
-    out = np.empty(m, dtype=np.int64)
-    count = 0
-    if m == 0:
-        return out[:0]
-    w = min(window, m)
-    last = -1
-    for i in range(m - w + 1):
-        best = i
-        for t in range(i + 1, i + w):
-            if fingerprints[t] <= fingerprints[best]:
-                best = t
-        if best != last:  # windows are scanned left to right, so picks never decrease
-            out[count] = best
-            count += 1
-            last = best
-    return out[:count]
 
 
 @numba.njit(cache=True)

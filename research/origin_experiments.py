@@ -24,7 +24,7 @@
   and NHs) over memory sizes holding 34.2 % down to 0.1 % of all shingles (Table 2's blogs
   fractions, at 18 bytes an entry) and writes markdown tables, JSON and PNG plots.
 
-Run: ``python -m neardup.evaluation.origin --out docs/origin`` (4 memory sizes, about 10
+Run: ``python research/origin_experiments.py --out docs/origin`` (4 memory sizes, about 10
 minutes on an idle core; ``--full`` for all 8 sizes of Table 2, ``--quick`` for 2).
 """
 
@@ -46,13 +46,16 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pan13_alignment import render_markdown as render_alignment
+from pan13_alignment import run_alignment
 
 from neardup.detect.origin import TEXT_CONFIG, OriginConfig, OriginDetector
 from neardup.detect.origin.select import select
 from neardup.detect.origin.table import BucketTable
 from neardup.errors import ConfigError, InputError
-from neardup.evaluation.alignment import AlignmentScore, run_alignment
-from neardup.evaluation.alignment import render_markdown as render_alignment
+from neardup.evaluation.alignment import AlignmentScore
+from neardup.evaluation.metrics import selected_shingle_ratio, token_freshness_score
+from neardup.samples import data_folders
 from neardup.shingles import hash_forms
 from neardup.text import raw_tokens, tokenize
 
@@ -63,15 +66,12 @@ __all__ = [
     "StreamDoc",
     "Truth",
     "copy_stream",
-    "dominant_origin_score",
     "ground_truth",
     "load_reuters",
     "memory_for_fraction",
     "prepare",
     "run_config",
     "run_experiment",
-    "selected_shingle_ratio",
-    "token_freshness_score",
 ]
 
 # Table 2 (blogs): % of all shingles the table holds at 5000 ... 20 MB, plus 50 % (--full).
@@ -99,6 +99,12 @@ class StreamDoc:
     text: str
     date: str | None
     sources: tuple[str, ...] = ()
+
+
+def default_data_dir() -> Path:
+    """The first shared data folder that holds Reuters (``$NEARDUP_DATA`` when set)."""
+    folders = data_folders()
+    return next((f for f in folders if (f / "reuters21578").exists()), folders[0])
 
 
 def load_reuters(path: Path, limit: int | None = None) -> list[StreamDoc]:
@@ -326,34 +332,6 @@ def _block_token_lengths(origins: I64, own: int, k: int) -> list[int]:
     return out
 
 
-def dominant_origin_score(truth: Sequence[int | None], predicted: Sequence[int]) -> float:
-    """DO: fraction of documents with a true dominant origin whose prediction equals it.
-
-    Documents whose truth is ``None`` (no dominant origin) are not query documents and are
-    skipped; with no query document at all the score is ``nan``.
-    """
-    if len(truth) != len(predicted):
-        raise InputError("truth and predicted differ in length")
-    pairs = [(t, p) for t, p in zip(truth, predicted, strict=True) if t is not None]
-    if not pairs:
-        return math.nan
-    return sum(t == p for t, p in pairs) / len(pairs)
-
-
-def token_freshness_score(true_old: npt.ArrayLike, predicted_old: npt.ArrayLike) -> float:
-    """TF: fraction of tokens labelled correctly fresh/old (``nan`` for no tokens)."""
-    t = np.asarray(true_old, dtype=bool)
-    p = np.asarray(predicted_old, dtype=bool)
-    if t.shape != p.shape:
-        raise InputError("truth and predicted token labels differ in shape")
-    return float(np.mean(t == p)) if t.size else math.nan
-
-
-def selected_shingle_ratio(selected: int, total: int) -> float:
-    """ssr: selected shingles / all shingles (``nan`` when there are none)."""
-    return selected / total if total else math.nan
-
-
 def memory_for_fraction(fraction: float, total_shingles: int, bucket_size: int = 64) -> int:
     """Bytes of a table holding ``fraction`` of all shingles at 18 bytes an entry (Table 2)."""
     buckets = max(1, math.ceil(fraction * total_shingles / bucket_size))
@@ -501,7 +479,7 @@ def experiment_configs() -> list[tuple[str, OriginConfig]]:
     for ev in ("random", "lru"):
         out.append(("lucky-limit-2-estimation", _cfg(*nhs, ev, "be")))
     # the small-memory configurations chosen on the earlier half of the query documents
-    # (neardup.evaluation.origin_small; docs/origin/small_memory.md)
+    # (research/origin_small.py; docs/origin/small_memory.md)
     for limit, every, bridge in SMALL_MEMORY_CHOICES:
         cfg = _cfg(*nhs, "lucky", "b", limit)
         out.append(
@@ -559,13 +537,13 @@ def run_experiment(
 ) -> dict[str, Any]:
     """Run the whole grid on the Reuters copy stream (and headline configs on the plain
     Reuters stream) and, when ``alignment``, the PAN13 passage alignment
-    (:func:`neardup.evaluation.alignment.run_alignment`); write ``results.json``,
+    (:func:`pan13_alignment.run_alignment`); write ``results.json``,
     ``results.md``, ``alignment.*`` and PNG plots to ``out_dir``.
     ``sizes`` (fractions of all shingles) reruns only those memory sizes and merges them into
     an existing ``out_dir/results.json`` (runs at other sizes are kept as they were).
     Returns the results dictionary."""
     say = progress or (lambda _msg: None)
-    data = Path(data_dir) if data_dir else Path(__file__).resolve().parents[4] / "shared" / "data"
+    data = Path(data_dir) if data_dir else default_data_dir()
     reuters_path = data / "reuters21578" / "docs.jsonl.gz"
     if not reuters_path.exists():
         raise InputError(f"Reuters data not found at {reuters_path}")
@@ -701,7 +679,10 @@ def _num(x: float) -> str:
 
 def render_markdown(results: Mapping[str, Any]) -> str:
     """Markdown tables of a results dictionary (as the paper's Tables 3-10)."""
-    lines = ["# Origin detection results (generated by `python -m neardup.evaluation.origin`)", ""]
+    lines = [
+        "# Origin detection results (generated by `python research/origin_experiments.py`)",
+        "",
+    ]
     lines.append(f"Machine: `{json.dumps(results['machine'])}`")
     fracs = results["fractions"]
     for name, entry in results["streams"].items():
@@ -809,7 +790,7 @@ def rerender(out_dir: Path) -> None:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """``python -m neardup.evaluation.origin --out docs/origin [--quick]``."""
+    """``python research/origin_experiments.py --out docs/origin [--quick]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=Path("docs/origin"))
     parser.add_argument("--data", type=Path, default=None)

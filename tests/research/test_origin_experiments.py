@@ -1,59 +1,38 @@
-"""Origin metrics (DO, TF, ssr) on hand-checkable cases, the copy-stream generator, PAN-style
-alignment scoring on a constructed corpus, and one small experiment run end to end."""
+"""The origin-detection experiments of research/origin_experiments.py (seed 004, Section 3):
+table sizing, the copy-stream generator, and one small experiment run end to end; the PAN13
+folder reader of research/pan13_alignment.py on a constructed corpus."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from conftest import research_module
 from neardup.detect.origin import OriginConfig
 from neardup.errors import InputError
-from neardup.evaluation.alignment import evaluate_alignment
-from neardup.evaluation.origin import (
-    StreamDoc,
-    copy_stream,
-    dominant_origin_score,
-    ground_truth,
-    memory_for_fraction,
-    prepare,
-    run_config,
-    selected_shingle_ratio,
-    token_freshness_score,
-)
 
-
-def test_do_tf_ssr_by_hand() -> None:
-    # 4 documents; the second has no dominant origin and is not a query document
-    assert dominant_origin_score([3, None, 5, 7], [3, 1, 4, 7]) == pytest.approx(2 / 3)
-    assert math.isnan(dominant_origin_score([None], [1]))
-    with pytest.raises(InputError):
-        dominant_origin_score([1], [1, 2])
-    assert token_freshness_score([True, False, False, True], [True, True, False, False]) == 0.5
-    assert token_freshness_score(np.zeros(3, bool), np.zeros(3, bool)) == 1.0
-    assert math.isnan(token_freshness_score([], []))
-    assert selected_shingle_ratio(17, 100) == 0.17
-    assert math.isnan(selected_shingle_ratio(0, 0))
+oe = research_module("origin_experiments")
+pan13 = research_module("pan13_alignment")
 
 
 def test_memory_for_fraction() -> None:
-    mem = memory_for_fraction(0.01, 640_000)  # 6,400 entries = 100 buckets of 64 x 18 B + 1
+    mem = oe.memory_for_fraction(0.01, 640_000)  # 6,400 entries = 100 buckets of 64 x 18 B + 1
     assert mem == 100 * (64 * 18 + 1)
 
 
-def _docs(reuters_docs: list[dict[str, Any]], n: int) -> list[StreamDoc]:
-    return [StreamDoc(d["id"], d["text"], d["date"]) for d in reuters_docs if d["text"]][:n]
+def _docs(reuters_docs: list[dict[str, Any]], n: int) -> list[Any]:
+    return [oe.StreamDoc(d["id"], d["text"], d["date"]) for d in reuters_docs if d["text"]][:n]
 
 
 def test_copy_stream_is_deterministic_and_copies(reuters_docs: list[dict[str, Any]]) -> None:
     docs = _docs(reuters_docs, 300)
-    a = copy_stream(docs, seed=1)
-    assert a == copy_stream(docs, seed=1) and a != copy_stream(docs, seed=2)
+    a = oe.copy_stream(docs, seed=1)
+    assert a == oe.copy_stream(docs, seed=1) and a != oe.copy_stream(docs, seed=2)
     copiers = [d for d in a if d.sources]
     assert 0.5 * 1.5 * len(docs) < len(copiers) < 1.5 * 1.5 * len(docs)
     seen: set[str] = set()
@@ -62,7 +41,7 @@ def test_copy_stream_is_deterministic_and_copies(reuters_docs: list[dict[str, An
         if not d.sources:
             seen.add(d.id)
     # without edits the passages are verbatim text of their first source
-    exact = copy_stream(docs, seed=3, edit_rate=0.0)
+    exact = oe.copy_stream(docs, seed=3, edit_rate=0.0)
     texts = {d.id: " ".join(d.text.split()) for d in docs}
     for d in [d for d in exact if d.sources][:50]:
         verbatim = [line for line in d.text.split("\n") if any(line in texts[s] for s in d.sources)]
@@ -71,14 +50,14 @@ def test_copy_stream_is_deterministic_and_copies(reuters_docs: list[dict[str, An
 
 def test_small_experiment_end_to_end(reuters_docs: list[dict[str, Any]]) -> None:
     """Reference-mode scores are perfect; a bounded table scores between baseline and 1."""
-    stream = copy_stream(_docs(reuters_docs, 400), seed=0)
-    prepared = prepare(stream)
-    truth = ground_truth(prepared, query_docs=200)
+    stream = oe.copy_stream(_docs(reuters_docs, 400), seed=0)
+    prepared = oe.prepare(stream)
+    truth = oe.ground_truth(prepared, query_docs=200)
     assert truth.query.shape[0] == 200
-    ref = run_config(prepared, truth, OriginConfig.reference(), 1.0)
+    ref = oe.run_config(prepared, truth, OriginConfig.reference(), 1.0)
     assert ref.do == 1.0 and ref.tf == 1.0 and ref.ssr == 1.0
-    mem = memory_for_fraction(0.05, prepared.total_shingles)
-    run = run_config(prepared, truth, OriginConfig.paper(memory_bytes=mem), 0.05)
+    mem = oe.memory_for_fraction(0.05, prepared.total_shingles)
+    run = oe.run_config(prepared, truth, OriginConfig.paper(memory_bytes=mem), 0.05)
     own = float(np.mean(truth.own_dominant[truth.query]))
     assert own < run.do < 1.0
     assert 0.5 < run.tf < 1.0
@@ -110,11 +89,11 @@ def test_alignment_scores_on_constructed_corpus(tmp_path: Path) -> None:
                       {"this_offset": start, "this_length": len(passage)}]},
         {"susp": "susp2", "src": "src1", "category": "01-no-plagiarism", "features": []},
     ])  # fmt: skip
-    scores = evaluate_alignment(tmp_path)
+    scores = pan13.evaluate_alignment(tmp_path)
     exact = scores["02-no-obfuscation"]
     assert (exact.true_chars, exact.predicted_chars, exact.matched_chars) == (len(passage),) * 3
     assert exact.precision == exact.recall == 1.0
     none = scores["01-no-plagiarism"]
     assert none.predicted_chars == 0 and none.precision == 1.0
     with pytest.raises(InputError):
-        evaluate_alignment(tmp_path / "missing")
+        pan13.evaluate_alignment(tmp_path / "missing")
