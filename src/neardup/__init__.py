@@ -108,8 +108,8 @@ _EXPORTS: dict[str, str] = {
     "Decision": "neardup.detect.stream",
     "Match": "neardup.detect.stream",
     "StreamConfig": "neardup.detect.stream",
-    "EventConfig": "neardup.detect.events",
-    "EventReport": "neardup.detect.events",
+    "EventConfig": "neardup.detect.story",
+    "EventReport": "neardup.detect.story",
     "NewsIndex": "neardup.api",
     "OriginConfig": "neardup.detect.origin",
     "OriginDetector": "neardup.detect.origin",
@@ -196,7 +196,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from neardup.api import NewsIndex
     from neardup.batch import DedupConfig, dedup
-    from neardup.detect.events import EventConfig, EventReport
+    from neardup.detect.story import EventConfig, EventReport
     from neardup.detect.origin import OriginConfig, OriginDetector, OriginReport, Segment
     from neardup.detect.resultset import ResultSetDeduper, dedup_result_set
     from neardup.detect.stream import Decision, Match, StreamConfig

@@ -1,9 +1,12 @@
 """The stream's in-memory state, rebuilt from the store: log replay and checkpoints.
 
 The store is the single source of truth.  Every article added is also appended to the
-store's ordered log (``add``; ``event`` when it joins a breaking event), so a process
-rebuilds its candidate indexes and event window by replaying the log, and catches up with
-what other processes wrote by replaying the entries after the last one it applied.  A
+store's ordered log (``add``; ``event`` when it joins a breaking event, ``merge`` when two
+events merge: :mod:`neardup.detect.stream.stories`), so a process rebuilds its passage index
+and its story state (index, document frequencies, events) by replaying the log, and catches
+up with what other processes wrote by replaying the entries after the last one it applied.
+Story vectors are made again from the stored profiles' terms, with the document frequencies
+of the entries before them: the same vectors as at ingest.  A
 checkpoint saves the rebuilt state with the log position it reflects; it is only a speed-up:
 a checkpoint that does not match the store, or cannot be read, is ignored and the state is
 rebuilt from the log (``stats["checkpoint_error"]`` says why).
@@ -19,25 +22,25 @@ from typing import Any
 
 import numpy as np
 
-from neardup.detect.events import EventDetector
 from neardup.detect.stream.candidates import CandidateIndexes, passage_fingerprints
 from neardup.detect.stream.config import StreamConfig
+from neardup.detect.stream.stories import StreamStories
 from neardup.errors import StoreError
 from neardup.rule import Profile
 from neardup.store import LogEntry, Store
 
 __all__ = ["StreamState"]
 
-_CHECKPOINT_VERSION = 2
+_CHECKPOINT_VERSION = 3
 
 
 class StreamState:
-    """Candidate indexes and event window of a stream, with the log position they reflect."""
+    """Passage index and story state of a stream, with the log position they reflect."""
 
     def __init__(self, config: StreamConfig) -> None:
         self.config = config
         self.indexes = CandidateIndexes(config.candidates)
-        self.events = EventDetector(config.events)
+        self.stories = StreamStories(config.stories, config.rule)
         self.log_seq = 0
 
     # --- replay ---------------------------------------------------------------------------
@@ -52,33 +55,35 @@ class StreamState:
             applied += len(entries)
 
     def apply(self, store: Store, entries: Sequence[LogEntry]) -> None:
-        """Apply log entries in order (stored rows read in batches for their profiles)."""
+        """Apply log entries in order (stored rows read in batches for their profiles; the
+        pending ``add`` entries are applied before an ``event`` or ``merge`` entry)."""
         window = self.config.candidates.passage_window
         scheme = self.config.rule.profile_id
-        pending: list[int] = []
+        pending: list[tuple[int, bool]] = []
 
         def flush() -> None:
             if not pending:
                 return
-            rows = store.get_many_by_seq(pending)
+            rows = store.get_many_by_seq([seq for seq, _ in pending])
             if len(rows) != len(pending):
                 raise StoreError("the store's log names articles that are not in the store")
-            self.indexes.add_many(
-                [r.seq for r in rows],
-                [r.fingerprint for r in rows],
-                [
-                    passage_fingerprints(Profile.from_bytes(r.signature, scheme_id=scheme), window)
-                    for r in rows
-                ],
-            )
+            for row, (_, counted) in zip(rows, pending, strict=True):
+                prof = Profile.from_bytes(row.signature, scheme_id=scheme)
+                self.indexes.add(row.seq, passage_fingerprints(prof, window))
+                self.stories.replay_add(
+                    row.seq, row.id, prof, row.date_us, row.source, row.title, counted
+                )
             pending.clear()
 
         for e in entries:
             if e.op == "add":
-                pending.append(e.article_seq)
-                self.events.add(e.article_seq, e.date_us, e.fingerprint, None)
+                pending.append((e.article_seq, e.arg != "0"))
             elif e.op == "event":
-                self.events.set_event([e.article_seq], e.arg)
+                flush()
+                self.stories.replay_event(e.article_seq, e.arg)
+            elif e.op == "merge":
+                flush()
+                self.stories.replay_merge(e.arg)
             else:
                 raise StoreError(f"store log entry {e.seq} has unknown op {e.op!r}")
             self.log_seq = e.seq
@@ -91,7 +96,7 @@ class StreamState:
             "version": _CHECKPOINT_VERSION,
             "store_uuid": store_uuid,
             "schemes": schemes,
-            "events": self.config.events.scheme_id,
+            "stories": self.config.stories.scheme_id,
             "candidates": self.config.candidates.scheme_id,
         }
 
@@ -101,7 +106,7 @@ class StreamState:
         arrays = {
             "meta": np.asarray([json.dumps(meta, sort_keys=True)], dtype=np.str_),
             **self.indexes.state(),
-            **self.events.state(),
+            **self.stories.state(),
         }
         # Several processes sharing a store may checkpoint at once; each file is complete
         # and self-consistent, and the last rename wins.
@@ -130,9 +135,9 @@ class StreamState:
         if log_seq > last_log_seq():
             raise StoreError(f"checkpoint {path} is ahead of the store's log")
         self.indexes.load_state(arrays)
-        self.events.load_state(arrays)
+        self.stories.load_state(arrays)
         self.log_seq = log_seq
 
     def snapshot(self) -> Any:
         """Comparable contents, for :meth:`NewsStream.consistency_errors`."""
-        return self.indexes.snapshot(), self.events.snapshot()
+        return self.indexes.snapshot(), self.stories.snapshot()
