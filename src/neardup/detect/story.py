@@ -13,8 +13,8 @@ news stream (:mod:`neardup.detect.stream.stories`), which calls its steps itself
 
 * :meth:`StoryDesk.vector` -- an article's story vector, from its profile's terms, with the
   document frequencies of the articles before it;
-* :meth:`StoryDesk.neighbours` -- the one windowed query per article: the earlier articles
-  dated within ``window_seconds`` before it with story similarity at least
+* :meth:`StoryDesk.neighbours` -- the one windowed query per article: the articles stored
+  before it dated within ``window_seconds`` of it with story similarity at least
   ``min_similarity``, most similar first (the stream judges the first of them with the
   rule; the event rule reads the last ``events.window_seconds`` of them);
 * :meth:`StoryDesk.decide` -- the event rule below (pure: nothing changes);
@@ -168,9 +168,9 @@ class StoryConfig(Config):
     * ``vector``: the story vector (:class:`~neardup.sketch.story.StoryVectorConfig`);
     * ``buffer_size``: the story index's buffer of rows added out of date order;
     * ``df_bucket_bits``: document frequencies in ``2**df_bucket_bits`` hashed buckets;
-    * ``window_seconds`` / ``min_similarity``: the one query per article -- earlier articles
-      dated within this many seconds before it (2 days), with at least this story similarity
-      (0.15); it must cover the event window;
+    * ``window_seconds`` / ``min_similarity``: the one query per article -- the articles
+      stored before it dated within this many seconds of it (2 days, either side), with at
+      least this story similarity (0.15); it must cover the event window;
     * ``similar_window_seconds``: :meth:`StoryDesk.similar` and the stream's ``similar``
       look this many seconds either side of the article's date (7 days; 0: no window);
     * ``events``: the event rule (:class:`EventConfig`).
@@ -371,13 +371,14 @@ class StoryDesk:
 
     def neighbours(self, vec: StoryVector, date_us: int | None) -> list[StoryHit]:
         """The one query of an arriving article: indexed articles dated within
-        ``window_seconds`` before ``date_us`` (inclusive) with story similarity at least
-        ``min_similarity``, most similar first.  ``[]`` for an undated article or an empty
-        vector."""
+        ``window_seconds`` of ``date_us`` (either side: articles may arrive out of date
+        order) with story similarity at least ``min_similarity``, most similar first.
+        ``[]`` for an undated article or an empty vector."""
         if date_us is None or vec.is_empty or len(self.index) == 0:
             return []
+        span = self._query_us
         return self.index.nearest(
-            vec, None, date_us - self._query_us, date_us, min_similarity=self.config.min_similarity
+            vec, None, date_us - span, date_us + span, min_similarity=self.config.min_similarity
         )
 
     # -- the event rule ----------------------------------------------------------------------

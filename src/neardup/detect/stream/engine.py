@@ -452,6 +452,7 @@ class NewsStream:
         until_us: int | None = None,
         limit: int | None = None,
         story_limit: int | None = None,
+        seq_of: dict[str, int] | None = None,
     ) -> list[Match]:
         """Matches of an article with its candidates (passages, and the first
         ``story_limit`` of its ``story`` neighbours), best first.
@@ -498,6 +499,8 @@ class NewsStream:
             label, score, _ = decide(features, rule)
             if label != "unrelated":
                 matches.append(_match(s, label, score, features, fingerprint))
+                if seq_of is not None:
+                    seq_of[s.id] = s.seq
         matches.sort(key=lambda m: (_RANK[m.verdict], -m.score, m.distance, m.id))
         return matches
 
@@ -560,10 +563,11 @@ class NewsStream:
         since_us: int | None = None,
         until_us: int | None = None,
     ) -> list[Match]:
-        """Other coverage of a stored article's story, best first, each with the rule's
-        verdict: partial copies, independent reports of the same story (``similar``) and
-        duplicates outside the article's own duplicate group (at most ``limit``).  The
-        articles of its own group are :meth:`duplicates`, not repeated here.
+        """Other coverage of a stored article's story, most similar story first (the story
+        vector's estimated cosine), each with the rule's verdict: partial copies,
+        independent reports of the same story (``similar``) and duplicates outside the
+        article's own duplicate group (at most ``limit``).  The articles of its own group
+        are :meth:`duplicates`, not repeated here.
 
         Candidates: the stored articles sharing a passage with it and its
         ``max(2 * limit, story_candidates)`` nearest stories dated within
@@ -578,8 +582,9 @@ class NewsStream:
         prof = self._stored([row.seq])[row.seq].profile
         passages = passage_fingerprints(prof, self.config.candidates.passage_window)
         k = max(2 * limit, self.config.candidates.story_candidates)
-        _, hits = self._state.stories.similar_hits(row.seq, prof, row.date_us, k)
+        vec, hits = self._state.stories.similar_hits(row.seq, prof, row.date_us, k)
         group = set(self.duplicates(article_id))
+        seq_of: dict[str, int] = {}
         matches = self._judge(
             prof,
             passages,
@@ -589,10 +594,18 @@ class NewsStream:
             exclude=row.seq,
             since_us=since_us,
             until_us=until_us,
-            limit=limit,
+            limit=len(hits) + limit,  # every candidate the rule relates, then ranked by story
             story_limit=len(hits),
+            seq_of=seq_of,
         )
-        return [m for m in matches if m.id not in group][:limit]
+        story = self._state.stories.similarities(
+            vec, hits, [seq_of[m.id] for m in matches if m.id not in group]
+        )
+        ranked = sorted(
+            (m for m in matches if m.id not in group),
+            key=lambda m: (-story[seq_of[m.id]], _RANK[m.verdict], m.id),
+        )
+        return ranked[:limit]
 
     def explain(self, a_id: str, b_id: str) -> Verdict:
         """The rule's verdict on two stored articles, with the clauses and the shared passages

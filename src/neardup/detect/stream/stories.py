@@ -5,8 +5,8 @@ numbers.  Per article, inside the write transaction, in ingest order:
 
 1. its story vector, made from its rule profile's content terms (no second reading of the
    text) with the document frequencies of the articles stored before it;
-2. **one windowed query** (:meth:`StoryDesk.neighbours`: the earlier articles of the last
-   ``stories.window_seconds`` at story similarity >= ``stories.min_similarity``), whose
+2. **one windowed query** (:meth:`StoryDesk.neighbours`: the stored articles dated within
+   ``stories.window_seconds`` of it at story similarity >= ``stories.min_similarity``), whose
    first ``candidates.story_candidates`` hits the stream judges with the rule (so reports of
    the same story written independently are found and listed as ``similar``) and whose
    last ``events.window_seconds`` the event rule reads;
@@ -36,7 +36,7 @@ from neardup.detect.story import EventReport, Judge, StoryDesk, StoryOutcome
 from neardup.errors import StoreError
 from neardup.index.story import StoryHit
 from neardup.rule import Profile, RuleConfig
-from neardup.sketch.story import StoryVector
+from neardup.sketch.story import StoryVector, asymmetric_cosine
 from neardup.store import EventRow, Store
 
 __all__ = ["StreamStories"]
@@ -160,6 +160,23 @@ class StreamStories:
             since, until = date_us - span, date_us + span
         hits = self.desk.index.nearest(vec, k, since, until, exclude=(seq,))
         return vec, hits
+
+    def similarities(
+        self, vec: StoryVector, hits: Sequence[StoryHit], seqs: Sequence[int]
+    ) -> dict[int, float]:
+        """Story similarity of ``vec`` to each stored article of ``seqs``: the hit's, else
+        estimated from its stored fingerprint (an article reached by a shared passage)."""
+        known = {int(h.key): h.similarity for h in hits}
+        out: dict[int, float] = {}
+        for seq in seqs:
+            found = known.get(seq)
+            if found is None:
+                found = -1.0
+                if not vec.is_empty and seq in self.desk.index:
+                    fp, _ = self.desk.index.get(seq)
+                    found = max(-1.0, min(1.0, asymmetric_cosine(vec.values, fp)))
+            out[seq] = found
+        return out
 
     def resolve(self, event_id: str) -> str:
         """The id an event goes by now (``NotFoundError`` when unknown)."""
