@@ -25,9 +25,9 @@ from neardup.errors import (
     NotFoundError,
     SchemeMismatchError,
 )
+from neardup.index.docfreq import DocumentFrequencies
 from neardup.records import Article
 from neardup.rule import decide, judge, pair_features, profile
-from neardup.index.docfreq import DocumentFrequencies
 from neardup.sketch.story import StoryVectorConfig, asymmetric_cosine, story_vector_reference
 from neardup.store import open_store
 

@@ -573,8 +573,12 @@ class NewsStream:
         ``max(2 * limit, story_candidates)`` nearest stories dated within
         ``stories.similar_window_seconds`` either side of it (every date for an undated
         article), optionally only those dated in ``[since, until)``; the rule decides.
-        ``NotFoundError`` for an unknown id; ``limit`` 0 gives ``[]``."""
-        check_int("limit", limit, low=0, high=100_000)
+        ``NotFoundError`` for an unknown id, ``InputError`` for ``limit`` outside
+        ``[0, 100000]``; ``limit`` 0 gives ``[]``."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InputTypeError(f"limit must be an integer, got {type(limit).__name__}")
+        if not 0 <= limit <= 100_000:
+            raise InputError(f"limit must be in [0, 100000], got {limit}")
         self._catch_up()
         row = self.get(article_id)
         if limit == 0:
