@@ -196,9 +196,9 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from neardup.api import NewsIndex
     from neardup.batch import DedupConfig, dedup
-    from neardup.detect.story import EventConfig, EventReport
     from neardup.detect.origin import OriginConfig, OriginDetector, OriginReport, Segment
     from neardup.detect.resultset import ResultSetDeduper, dedup_result_set
+    from neardup.detect.story import EventConfig, EventReport
     from neardup.detect.stream import Decision, Match, StreamConfig
     from neardup.errors import (
         AuthError,

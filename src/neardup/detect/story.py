@@ -753,6 +753,16 @@ class StoryDesk:
             independent,
         )
 
+    def title(self, event_id: str) -> str | None:
+        """The readable title of an event (as in its report)."""
+        event = self.event(event_id)
+        return self._title([self._meta[k] for k in event.members])
+
+    def sources(self, event_id: str) -> int:
+        """The number of sources of an event's articles (one per article without one)."""
+        event = self.event(event_id)
+        return len({self._meta[k].source or f"id:{self._meta[k].name}" for k in event.members})
+
     def _name(self, key: Key) -> str:
         return self._meta[key].name
 

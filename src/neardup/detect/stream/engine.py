@@ -637,6 +637,15 @@ class NewsStream:
             raise NotFoundError(f"event {event_id!r} is not in the store") from None
         return stories.report(resolved, self._verdict_of_seqs)
 
+    def event_summary(self, event_id: str) -> dict[str, Any]:
+        """An event's readable ``title``, its number of ``articles`` and of ``sources``
+        (what an event list shows, without judging copies); ``NotFoundError`` if unknown."""
+        self._catch_up()
+        try:
+            return self._state.stories.summary(event_id)
+        except NotFoundError:
+            raise NotFoundError(f"event {event_id!r} is not in the store") from None
+
     def _verdict_of_seqs(self, a: object, b: object) -> str:
         """The rule's label for two stored articles given by seq."""
         sa, sb = int(a), int(b)  # type: ignore[call-overload]

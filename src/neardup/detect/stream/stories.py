@@ -51,6 +51,7 @@ class StreamStories:
     def __init__(self, config: Any, rule: RuleConfig) -> None:
         self.config = config
         self.desk = StoryDesk(config, rule)
+        self._titles: dict[str, tuple[int, str | None]] = {}
 
     def __len__(self) -> int:
         return len(self.desk)
@@ -185,6 +186,16 @@ class StreamStories:
     def merged_ids(self) -> set[str]:
         """Ids of events merged into others."""
         return set(self.desk.aliases)
+
+    def summary(self, event_id: str) -> dict[str, Any]:
+        """``title``, ``articles`` and ``sources`` of an event (titles cached by size)."""
+        event = self.desk.event(event_id)
+        size = len(event.members)
+        cached = self._titles.get(event.id)
+        if cached is None or cached[0] != size:
+            cached = (size, self.desk.title(event.id))
+            self._titles[event.id] = cached
+        return {"title": cached[1], "articles": size, "sources": self.desk.sources(event.id)}
 
     def report(self, event_id: str, judge: Judge) -> EventReport:
         """The report of an event (members judged against each other for copies)."""
