@@ -452,7 +452,6 @@ class NewsStream:
         until_us: int | None = None,
         limit: int | None = None,
         story_limit: int | None = None,
-        seq_of: dict[str, int] | None = None,
     ) -> list[Match]:
         """Matches of an article with its candidates (passages, and the first
         ``story_limit`` of its ``story`` neighbours), best first.
@@ -499,8 +498,6 @@ class NewsStream:
             label, score, _ = decide(features, rule)
             if label != "unrelated":
                 matches.append(_match(s, label, score, features, fingerprint))
-                if seq_of is not None:
-                    seq_of[s.id] = s.seq
         matches.sort(key=lambda m: (_RANK[m.verdict], -m.score, m.distance, m.id))
         return matches
 
@@ -563,8 +560,10 @@ class NewsStream:
         since_us: int | None = None,
         until_us: int | None = None,
     ) -> list[Match]:
-        """Other coverage of a stored article's story, most similar story first (the story
-        vector's estimated cosine), each with the rule's verdict: partial copies,
+        """Other coverage of a stored article's story, most similar story first (the exact
+        TF-IDF cosine of the two profiles' content terms -- the story vector before its
+        projection -- with today's document frequencies), each with the rule's verdict:
+        partial copies,
         independent reports of the same story (``similar``) and duplicates outside the
         article's own duplicate group (at most ``limit``).  The articles of its own group
         are :meth:`duplicates`, not repeated here.
@@ -586,30 +585,41 @@ class NewsStream:
         prof = self._stored([row.seq])[row.seq].profile
         passages = passage_fingerprints(prof, self.config.candidates.passage_window)
         k = max(2 * limit, self.config.candidates.story_candidates)
-        vec, hits = self._state.stories.similar_hits(row.seq, prof, row.date_us, k)
+        stories = self._state.stories
+        hits = stories.similar_hits(row.seq, prof, row.date_us, k)
         group = set(self.duplicates(article_id))
-        seq_of: dict[str, int] = {}
-        matches = self._judge(
-            prof,
-            passages,
-            row.fingerprint,
-            row.date_us,
-            hits,
-            exclude=row.seq,
-            since_us=since_us,
-            until_us=until_us,
-            limit=len(hits) + limit,  # every candidate the rule relates, then ranked by story
-            story_limit=len(hits),
-            seq_of=seq_of,
-        )
-        story = self._state.stories.similarities(
-            vec, hits, [seq_of[m.id] for m in matches if m.id not in group]
-        )
-        ranked = sorted(
-            (m for m in matches if m.id not in group),
-            key=lambda m: (-story[seq_of[m.id]], _RANK[m.verdict], m.id),
-        )
-        return ranked[:limit]
+        candidates = self._state.indexes.query(passages, hits, row.seq, len(hits))
+        stored = self._stored([c.seq for c in candidates])
+        window = self.config.window_seconds
+        window_us = None if window is None else round(window * _US)
+        kept = [
+            stored[c.seq]
+            for c in candidates
+            if c.seq in stored
+            and stored[c.seq].id not in group
+            and _in_time(stored[c.seq].date_us, row.date_us, window_us, since_us, until_us)
+        ]
+        if not kept:
+            return []
+        rule = self.config.rule
+        screened = screen(prof, [s.profile for s in kept], rule)
+        related = [
+            s
+            for i, s in enumerate(kept)
+            if screened.copy_possible[i] or screened.cosine[i] >= rule.similar_min_cosine
+        ]
+        closeness = stories.closeness(prof, [s.profile for s in related])
+        ranked = sorted(range(len(related)), key=lambda i: (-closeness[i], related[i].id))
+        out: list[Match] = []
+        for i in ranked:  # exact features only for what is listed
+            s = related[i]
+            features = pair_features(prof, s.profile, rule.width)
+            label, score, _ = decide(features, rule)
+            if label != "unrelated":
+                out.append(_match(s, label, score, features, row.fingerprint))
+                if len(out) == limit:
+                    break
+        return out
 
     def explain(self, a_id: str, b_id: str) -> Verdict:
         """The rule's verdict on two stored articles, with the clauses and the shared passages

@@ -36,7 +36,7 @@ from neardup.detect.story import EventReport, Judge, StoryDesk, StoryOutcome
 from neardup.errors import StoreError
 from neardup.index.story import StoryHit
 from neardup.rule import Profile, RuleConfig
-from neardup.sketch.story import StoryVector, asymmetric_cosine
+from neardup.sketch.story import StoryVector, tf_weights
 from neardup.store import EventRow, Store
 
 __all__ = ["StreamStories"]
@@ -146,37 +146,41 @@ class StreamStories:
         self.desk.merge(str(survivor), str(other))
 
     # --- queries --------------------------------------------------------------------------
-    def similar_hits(
-        self, seq: int, prof: Profile, date_us: int | None, k: int
-    ) -> tuple[StoryVector, list[StoryHit]]:
+    def similar_hits(self, seq: int, prof: Profile, date_us: int | None, k: int) -> list[StoryHit]:
         """The ``k`` stories most similar to a stored article's (its vector made again with
         today's document frequencies), dated within ``similar_window_seconds`` either side
         of it (any date when it has none, or the window is 0), itself left out."""
         vec = self.desk.vector_of(prof)
         if vec.is_empty or len(self.desk) == 0:
-            return vec, []
+            return []
         span = round(self.config.similar_window_seconds * 1_000_000)
         since = until = None
         if date_us is not None and span > 0:
             since, until = date_us - span, date_us + span
-        hits = self.desk.index.nearest(vec, k, since, until, exclude=(seq,))
-        return vec, hits
+        return self.desk.index.nearest(vec, k, since, until, exclude=(seq,))
 
-    def similarities(
-        self, vec: StoryVector, hits: Sequence[StoryHit], seqs: Sequence[int]
-    ) -> dict[int, float]:
-        """Story similarity of ``vec`` to each stored article of ``seqs``: the hit's, else
-        estimated from its stored fingerprint (an article reached by a shared passage)."""
-        known = {int(h.key): h.similarity for h in hits}
-        out: dict[int, float] = {}
-        for seq in seqs:
-            found = known.get(seq)
-            if found is None:
-                found = -1.0
-                if not vec.is_empty and seq in self.desk.index:
-                    fp, _ = self.desk.index.get(seq)
-                    found = max(-1.0, min(1.0, asymmetric_cosine(vec.values, fp)))
-            out[seq] = found
+    def closeness(self, prof: Profile, others: Sequence[Profile]) -> list[float]:
+        """The exact cosine of the TF-IDF vectors of ``prof``'s content terms and each of
+        ``others``' (sublinear TF, today's document frequencies): what the story vector
+        estimates, computed exactly to rank a short list."""
+        freq = self.desk.frequencies
+
+        def weighted(p: Profile) -> npt.NDArray[np.float64]:
+            if not p.terms.shape[0]:
+                return np.zeros(0, dtype=np.float64)
+            return (tf_weights(p.term_counts) * freq.weights_of(p.terms)).astype(np.float64)
+
+        wq = weighted(prof)
+        nq = float(np.sqrt(np.dot(wq, wq)))
+        out: list[float] = []
+        for other in others:
+            wo = weighted(other)
+            no = float(np.sqrt(np.dot(wo, wo)))
+            if nq == 0.0 or no == 0.0:
+                out.append(0.0)
+                continue
+            _, iq, io = np.intersect1d(prof.terms, other.terms, True, return_indices=True)
+            out.append(float(np.dot(wq[iq], wo[io])) / (nq * no))
         return out
 
     def resolve(self, event_id: str) -> str:
