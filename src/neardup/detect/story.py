@@ -65,7 +65,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,7 @@ __all__ = [
     "EventConfig",
     "EventReport",
     "Judge",
+    "Neighbours",
     "StoryConfig",
     "StoryDesk",
     "StoryEvent",
@@ -206,6 +207,36 @@ class StoryConfig(Config):
                 f"min_similarity ({self.min_similarity}) must not exceed the events' "
                 f"({self.events.min_similarity})"
             )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Neighbours:
+    """The answer of :meth:`StoryDesk.neighbours`, as arrays, most similar first: the
+    stored articles' ``keys``, their story ``similarity`` and ``dates`` (microseconds)."""
+
+    keys: npt.NDArray[Any]
+    similarity: npt.NDArray[np.float64]
+    dates: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    def first(self, n: int) -> list[StoryHit]:
+        """The first ``n`` as :class:`~neardup.index.story.StoryHit` (distance not kept: -1)."""
+        return [
+            StoryHit(k, float(s), -1, int(d))
+            for k, s, d in zip(
+                self.keys[:n].tolist(),
+                self.similarity[:n].tolist(),
+                self.dates[:n].tolist(),
+                strict=True,
+            )
+        ]
+
+
+_NO_NEIGHBOURS = Neighbours(
+    np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -369,17 +400,18 @@ class StoryDesk:
         """The story vector of a rule profile (see :meth:`vector`)."""
         return self.vector(prof.terms, prof.term_counts)
 
-    def neighbours(self, vec: StoryVector, date_us: int | None) -> list[StoryHit]:
+    def neighbours(self, vec: StoryVector, date_us: int | None) -> Neighbours:
         """The one query of an arriving article: indexed articles dated within
         ``window_seconds`` of ``date_us`` (either side: articles may arrive out of date
         order) with story similarity at least ``min_similarity``, most similar first.
         ``[]`` for an undated article or an empty vector."""
         if date_us is None or vec.is_empty or len(self.index) == 0:
-            return []
+            return _NO_NEIGHBOURS
         span = self._query_us
-        return self.index.nearest(
-            vec, None, date_us - span, date_us + span, min_similarity=self.config.min_similarity
+        keys, similarity, dates = self.index.within(
+            vec, date_us - span, date_us + span, min_similarity=self.config.min_similarity
         )
+        return Neighbours(keys, similarity, dates)
 
     # -- the event rule ----------------------------------------------------------------------
 
@@ -394,7 +426,7 @@ class StoryDesk:
         date_us: int | None,
         source: str | None,
         counted: bool,
-        hits: Sequence[StoryHit],
+        hits: Neighbours,
     ) -> StoryOutcome:
         """The event rule (module docs) for an arriving article named ``name`` whose
         :meth:`neighbours` are ``hits``; pure (record it with :meth:`apply`)."""
@@ -404,17 +436,11 @@ class StoryDesk:
         t = date_us
         start = t - self._window_us
         meta = self._meta
-        near = [
-            h
-            for h in hits
-            if h.key in meta
-            and h.similarity >= ev.min_similarity
-            and h.date_us is not None
-            and start <= h.date_us <= t
-        ]
+        sel = (hits.similarity >= ev.min_similarity) & (hits.dates >= start) & (hits.dates <= t)
+        near = [k for k in hits.keys[sel].tolist() if k in meta]
         links: dict[str, int] = {}
-        for hit in near:
-            event = self._member_of.get(hit.key)
+        for key in near:
+            event = self._member_of.get(key)
             if event is not None:
                 links[event] = links.get(event, 0) + 1
         values = vec.values.astype(np.float64)
@@ -424,7 +450,7 @@ class StoryDesk:
             score = _cosine(values, self._centroid[event])
             if n >= ev.min_links or score >= ev.min_similarity:
                 fits.append((n, score, event))
-        joined = tuple(h.key for h in near if h.key not in self._member_of)
+        joined = tuple(k for k in near if k not in self._member_of)
         if fits:
             fits.sort(key=lambda f: (-f[0], -f[1], self._events[f[2]].opened_at_us, f[2]))
             target, opened = fits[0][2], False
@@ -471,10 +497,10 @@ class StoryDesk:
         start = t - self._window_us
         return [e for e, last in self._last.items() if last >= start]
 
-    def _sources(self, source: str | None, name: str, near: list[StoryHit]) -> int:
+    def _sources(self, source: str | None, name: str, near: list[Key]) -> int:
         names = {source or f"id:{name}"}
-        for hit in near:
-            meta = self._meta[hit.key]
+        for key in near:
+            meta = self._meta[key]
             names.add(meta.source or f"id:{meta.name}")
         return len(names)
 

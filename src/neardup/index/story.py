@@ -399,6 +399,38 @@ class StoryIndex:
                 break
         return hits
 
+    def within(
+        self,
+        query: StoryVector | Signature,
+        since: dt.datetime | int | None,
+        until: dt.datetime | int | None,
+        *,
+        min_similarity: float = -1.0,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.float64], I64]:
+        """Every stored story dated in ``[since, until]`` with ``similarity >=
+        min_similarity``, as arrays ``(keys, similarities, dates)``, most similar first
+        (ties by insertion order): :meth:`nearest` with ``k=None`` without a Python object
+        per hit (keys: an int64 array for integer keys, an object array for string keys;
+        undated stories only when both bounds are ``None``, with date ``-2**63``)."""
+        check_range("min_similarity", min_similarity, low=-1.0, high=1.0)
+        fp, vector = self._fingerprint(query, adopt=False)
+        lo_us, hi_us = to_us(since), to_us(until)
+        pos, score, _, codes = self._scan(fp, vector, lo_us, hi_us, min_similarity)
+        ids = np.empty(pos.shape[0], dtype=np.int64)
+        dates = np.empty(pos.shape[0], dtype=np.int64)
+        for code, run in enumerate(self._runs):
+            sel = codes == code
+            ids[sel] = run.ids[pos[sel]]
+            dates[sel] = run.dates[pos[sel]] if code != _UNDATED else _I64_MIN
+        order = np.lexsort((ids, -score))
+        ids, score, dates = ids[order], np.clip(score[order], -1.0, 1.0), dates[order]
+        if self._keys.kind == "str":
+            table = self._keys.keys
+            keys: npt.NDArray[Any] = np.array([table[i] for i in ids.tolist()], dtype=object)
+        else:
+            keys = self._keys.key_array(ids)
+        return keys, score, dates
+
     def _scan(
         self,
         fp: U64,

@@ -323,7 +323,8 @@ class NewsStream:
         vec = stories.vector(p.profile)
         fingerprint = int(vec.fingerprint[0])
         hits = stories.neighbours(vec, p.date_us)
-        matches = self._judge(p.profile, p.passages, fingerprint, p.date_us, hits, exclude=-1)
+        story = hits.first(self.config.candidates.story_candidates)
+        matches = self._judge(p.profile, p.passages, fingerprint, p.date_us, story, exclude=-1)
         dup_ids = [m.id for m in matches if m.verdict == "duplicate"]
         groups = self._joinable(p.profile, matches, dup_ids)
         status, original, duplicate_of = "new", None, None

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from neardup.detect.story import EventReport, Judge, StoryDesk, StoryOutcome
+from neardup.detect.story import EventReport, Judge, Neighbours, StoryDesk, StoryOutcome
 from neardup.errors import StoreError
 from neardup.index.story import StoryHit
 from neardup.rule import Profile, RuleConfig
@@ -61,7 +61,7 @@ class StreamStories:
         """The story vector of a profile with the document frequencies as they are now."""
         return self.desk.vector_of(prof)
 
-    def neighbours(self, vec: StoryVector, date_us: int | None) -> list[StoryHit]:
+    def neighbours(self, vec: StoryVector, date_us: int | None) -> Neighbours:
         """The one query of an arriving article (see :meth:`StoryDesk.neighbours`)."""
         return self.desk.neighbours(vec, date_us)
 
@@ -72,7 +72,7 @@ class StreamStories:
         date_us: int | None,
         source: str | None,
         counted: bool,
-        hits: Sequence[StoryHit],
+        hits: Neighbours,
     ) -> StoryOutcome:
         """The event outcome of an arriving article (pure)."""
         return self.desk.decide(article_id, vec, date_us, source, counted, hits)
