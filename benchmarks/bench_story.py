@@ -22,6 +22,8 @@ Sections (each printed and saved to ``benchmarks/results/story.json``):
   time for k=40 within 4-hour, 48-hour and 14-day windows, build and add cost, memory.
 * ``similar_at_scale``: ``NewsStream.similar(id, 20)`` median on a store of ``--similar-n``
   articles of the replicated Reuters stream (benchmarks/bench_ingest.py's).
+* ``stream_side``: the whole ingest of the first 6,000 replicated articles with the
+  defaults, without story candidates, and without them nor events, alternating twice.
 
 Run: ``python benchmarks/bench_story.py`` (``--only SECTION``, ``--quick``, ``--skip-index``).
 """
@@ -43,7 +45,7 @@ import numpy as np
 
 from _common import DATA, read_reuters, save
 from neardup.api import NewsIndex
-from neardup.detect.story import StoryDesk
+from neardup.detect.story import EventConfig, StoryConfig, StoryDesk
 from neardup.detect.stream import NewsStream, StreamConfig
 from neardup.index.docfreq import DocumentFrequencies
 from neardup.index.story import StoryIndex, to_us
@@ -506,6 +508,36 @@ def similar_at_scale(n: int, queries: int) -> dict:
     return out
 
 
+def stream_side(n: int, rounds: int = 2) -> dict:
+    """Ingest rate of the replicated Reuters stream (bench_ingest.py's ``ingest_run``, first
+    ``n`` articles) with the defaults, without story candidates, and without story
+    candidates nor events, alternating ``rounds`` times: the stream's cost of the story
+    component beyond the vector and index (measured by ``cost``)."""
+    from bench_ingest import ingest_run
+    from bench_ingest import load_reuters as ingest_docs
+    from neardup.detect.stream import CandidateConfig
+
+    docs = ingest_docs()
+    configs = {
+        "default": StreamConfig(),
+        "story_candidates=0": StreamConfig(candidates=CandidateConfig(story_candidates=0)),
+        "story_candidates=0, events off": StreamConfig(
+            candidates=CandidateConfig(story_candidates=0),
+            stories=StoryConfig(events=EventConfig(enabled=False)),
+        ),
+    }
+    out: dict[str, Any] = {name: {"articles_per_cpu_s": []} for name in configs}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            for name, config in configs.items():
+                run = ingest_run(docs, n, config, Path(tmp), batch=256)
+                run.pop("_decisions")
+                out[name]["articles_per_cpu_s"].append(run["articles_per_cpu_s"])
+                out[name]["statuses"] = run["statuses"]
+    print(f"  stream side by side: {out}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="stories in the index section")
@@ -513,7 +545,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="a 100,000-story index")
     parser.add_argument("--skip-index", action="store_true")
-    sections = ("choice", "similar", "events", "cost", "index", "similar_at_scale")
+    sections = ("choice", "similar", "events", "cost", "index", "similar_at_scale", "stream_side")
     parser.add_argument("--only", choices=sections, action="append")
     parser.add_argument("--out", default="story")
     args = parser.parse_args()
@@ -538,6 +570,9 @@ def main() -> None:
     if "similar_at_scale" in only:
         print("similar at scale:")
         payload["similar_at_scale"] = similar_at_scale(args.similar_n, args.queries)
+    if "stream_side" in only:
+        print("stream side by side:")
+        payload["stream_side"] = stream_side(6000)
     print("saved", save(args.out, payload))
 
 
