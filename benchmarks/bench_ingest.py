@@ -16,8 +16,8 @@ Measures, in one process, one core:
   ``--time-limit`` seconds, whichever comes first, and reports the number actually ingested
   (nothing is extrapolated).
 * **candidate settings** on the first ``--stage-n`` articles: the defaults, fewer judged
-  candidates (``max_verified`` 8) and no SimHash reach beyond seed 003's duplicate distance
-  (``similar_max_distance`` 3): rate, decisions per status, and how many decisions each
+  candidates (``max_verified`` 8) and no story candidates (``story_candidates`` 0: only
+  shared passages are judged): rate, decisions per status, and how many decisions each
   changes.
 * ``--config JSON`` sets the main run's ``CandidateConfig`` fields (default: the defaults);
   ``--typographic`` prints every article with a news site's punctuation.
@@ -293,16 +293,14 @@ def main() -> None:
         variants = {
             "default": StreamConfig(),
             "max_verified=8": StreamConfig(candidates=CandidateConfig(max_verified=8)),
-            "similar_max_distance=3": StreamConfig(
-                candidates=CandidateConfig(similar_max_distance=3)
-            ),
+            "story_candidates=0": StreamConfig(candidates=CandidateConfig(story_candidates=0)),
         }
         for name, config in variants.items():
             run = ingest_run(docs, args.stage_n, config, workdir, batch=args.batch)
             decided[name] = run.pop("_decisions")
             stages[name] = run
             print("stage", name, json.dumps(run))
-        for b in ("max_verified=8", "similar_max_distance=3"):
+        for b in ("max_verified=8", "story_candidates=0"):
             changed = Counter(
                 f"{decided['default'][k][0]}->{decided[b][k][0]}"
                 for k in decided["default"]

@@ -1,24 +1,31 @@
-"""Story vectors, similar news and breaking events on real coverage (neardup.detect.story).
+"""Story vectors, similar news and breaking events on real coverage (the news stream's story
+component: neardup.detect.story, neardup.detect.stream.stories).
 
 Sections (each printed and saved to ``benchmarks/results/story.json``):
 
-* ``choice``: story-vector variants side by side on the read-labelled pairs of
-  provenance_news_2018_dev (half A of the pairs: the part the defaults are chosen on) and on
-  Reuters-21578 topics (precision of same-topic neighbours); ``heldout`` reports the chosen
-  default on half B of the pairs.
-* ``similar``: ``StoryDesk.similar(article, 20)`` against an exact TF-IDF cosine top-20 list
-  computed here: how many related / partial / duplicate pairs either list shows, and the
-  share of listed items from the same story (the ``event`` field).
-* ``events``: the events opened on provenance_news_2018_dev (the summit burst plus two other
-  stories, in date order), on Reuters with its real 1987 dates (listed with titles to read),
-  and on Reuters articles crowded into 48 hours (no event should open).
-* ``cost``: per-article microseconds of the story vector + index add alone (CPU time) on real
-  text, and of the whole ``StoryDesk.ingest``.
+* ``choice``: story-vector variants side by side (bits, maintained IDF or none) on the
+  read-labelled pairs of provenance_news_2018_dev (half A of the pairs: the part the defaults
+  are chosen on; half B held out) and on Reuters-21578 topics (precision of same-topic
+  neighbours).
+* ``similar``: ``NewsIndex.similar(id, 20)`` on provenance_news_2018_dev ingested in date order
+  against an exact TF-IDF cosine top-20 list computed here: how many related / partial /
+  duplicate pairs either list shows (and with ``duplicates(id)``, the article's own group),
+  the share of listed items from the same story, and the median time of a call.
+* ``events``: the events the stream opens on provenance_news_2018_dev (the summit burst plus
+  two other stories, in date order), on Reuters with its real 1987 dates (listed with titles
+  to read), and on Reuters articles crowded into 48 hours (no event should open).
+* ``cost``: per-article CPU microseconds of the story component (vector from the profile's
+  terms, the one windowed query, the event rule, the index add) side by side with the rule's
+  profile of the same text and with the 64-bit SimHash it replaced, alternating in blocks.
 * ``index``: ``StoryIndex`` with ``--n`` (default 1,000,000) stored stories (real Reuters
   story fingerprints replicated with a few flipped bits, dated over 30 days): median query
-  time for k=20 within 4-hour and 48-hour windows, build and add cost, memory.
+  time for k=40 within 4-hour, 48-hour and 14-day windows, build and add cost, memory.
+* ``similar_at_scale``: ``NewsStream.similar(id, 20)`` median on a store of ``--similar-n``
+  articles of the replicated Reuters stream (benchmarks/bench_ingest.py's).
+* ``stream_side``: the whole ingest of the first 6,000 replicated articles with the
+  defaults, without story candidates, and without them nor events, alternating twice.
 
-Run: ``python benchmarks/bench_story.py`` (``--quick`` for a small index, ``--skip-index``).
+Run: ``python benchmarks/bench_story.py`` (``--only SECTION``, ``--quick``, ``--skip-index``).
 """
 
 from __future__ import annotations
@@ -29,18 +36,25 @@ import datetime as dt
 import gzip
 import json
 import statistics
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from _common import DATA, read_reuters, save
-from neardup.detect.story import StoryConfig, StoryDesk, StoryEventConfig
+from neardup.api import NewsIndex
+from neardup.detect.story import EventConfig, StoryConfig, StoryDesk
+from neardup.detect.stream import NewsStream, StreamConfig
 from neardup.index.docfreq import DocumentFrequencies
 from neardup.index.story import StoryIndex, to_us
 from neardup.records import Article, parse_date
+from neardup.rule import profile
 from neardup.shingles import token_hashes
-from neardup.sketch.story import StoryVectorConfig, story_features, story_vector_of_features
+from neardup.sketch.simhash import sign_simhash
+from neardup.sketch.story import StoryVectorConfig, story_vector
+from neardup.store import open_store
 from neardup.text import TextConfig
 
 PROV = DATA / "provenance_news_2018_dev"
@@ -125,51 +139,68 @@ def same_story(lists: dict[str, list[str]], story: dict[str, str]) -> dict[str, 
 # --- choice of the story vector ---------------------------------------------------------------
 
 
-VARIANTS: dict[str, dict[str, Any]] = {
-    "256 bits, words (default)": {},
-    "256 bits, words + bigrams": {"bigram_weight": 1.0},
-    "256 bits, words, no paragraph rule": {"min_paragraph_words": 0},
-    "128 bits, words": {"bits": 128},
-    "64 bits, words": {"bits": 64},
+VARIANTS: dict[str, tuple[StoryVectorConfig, bool]] = {
+    "256 bits, maintained IDF (default)": (StoryVectorConfig(), True),
+    "256 bits, no IDF (TF only)": (StoryVectorConfig(), False),
+    "128 bits, maintained IDF": (StoryVectorConfig(bits=128), True),
+    "64 bits, maintained IDF": (StoryVectorConfig(bits=64), True),
 }
 
 
-def desk_lists(arts: list[Article], vector: StoryVectorConfig, k: int) -> dict[str, list[str]]:
-    desk = StoryDesk(StoryConfig(vector=vector))
+def variant_index(
+    arts: list[Article], cfg: StoryVectorConfig, idf: bool
+) -> tuple[StoryIndex, dict[str, Any]]:
+    """Story vectors from the rule profiles' terms in stream order (document frequencies of
+    the articles before each when ``idf``), indexed by id."""
+    df = DocumentFrequencies()
+    index = StoryIndex(bits=cfg.bits)
+    vecs = {}
     for a in arts:
-        desk.ingest(a)
-    return {a.id: [x.id for x in desk.similar(a, k)] for a in arts}
+        p = profile(a.text)
+        vec = story_vector(p.terms, p.term_counts, cfg, df if idf else None)
+        if not vec.is_empty:
+            index.add(a.id, vec, a.date)
+            vecs[a.id] = vec
+            df.add(p.terms)
+    return index, vecs
 
 
-def reuters_topic_precision(vector: StoryVectorConfig | None, docs: list[dict[str, Any]]) -> float:
-    """Share of the 10 nearest stories (dated within 48 hours) sharing the query's single
-    topic, over single-topic Reuters articles (None: the TF-IDF cosine baseline, no window)."""
+def variant_lists(
+    arts: list[Article], cfg: StoryVectorConfig, idf: bool, k: int, window_h: float | None
+) -> dict[str, list[str]]:
+    index, vecs = variant_index(arts, cfg, idf)
+    out: dict[str, list[str]] = {}
+    for a in arts:
+        if a.id not in vecs:
+            out[a.id] = []
+            continue
+        since = until = None
+        if window_h is not None and a.date is not None:
+            since = a.date - dt.timedelta(hours=window_h)
+            until = a.date + dt.timedelta(hours=window_h)
+        hits = index.nearest(vecs[a.id], k, since, until, exclude=(a.id,))
+        out[a.id] = [str(h.key) for h in hits]
+    return out
+
+
+def reuters_topic_precision(variant: tuple[StoryVectorConfig, bool] | None, docs: list) -> float:
+    """Share of the 10 nearest stories sharing the query's single topic, over single-topic
+    Reuters articles (``None``: the TF-IDF cosine baseline)."""
     single = [d for d in docs if len(d["topics"]) == 1]
-    if vector is None:
-        rows = tfidf_rows([d["text"] for d in single])
-        tops = cosine_topk(rows, 10)
-        hits = [
-            single[j]["topics"][0] == single[i]["topics"][0] for i, t in enumerate(tops) for j in t
-        ]
+    topic = [d["topics"][0] for d in single]
+    if variant is None:
+        tops = cosine_topk(tfidf_rows([d["text"] for d in single]), 10)
+        hits = [topic[j] == topic[i] for i, t in enumerate(tops) for j in t]
         return round(sum(hits) / len(hits), 4)
-    desk = StoryDesk(
-        StoryConfig(vector=vector, events=StoryEventConfig(enabled=False), similar_window_seconds=0)
-    )
-    arts = [Article(d["id"], d["text"], None, parse_date(d["date"])) for d in single]
-    for a in arts:
-        desk.ingest(a)
-    topic = {d["id"]: d["topics"][0] for d in single}
-    hits = []
-    for a in arts:
-        for x in desk.similar(a, 10, min_similarity=-1.0):
-            hits.append(topic[x.id] == topic[a.id])
+    arts = [Article(str(i), d["text"], None, parse_date(d["date"])) for i, d in enumerate(single)]
+    lists = variant_lists(arts, variant[0], variant[1], 10, None)
+    hits = [topic[int(j)] == topic[int(i)] for i, xs in lists.items() for j in xs]
     return round(sum(hits) / max(1, len(hits)), 4)
 
 
 def choice(arts: list[Article], story: dict[str, str], labels: list[dict[str, Any]]) -> dict:
-    half_a = labels[0::2]
-    half_b = labels[1::2]
-    reuters = [d for d in load_reuters()[:6000]]
+    half_a, half_b = labels[0::2], labels[1::2]
+    reuters = load_reuters()[:6000]
     rows = tfidf_rows([a.text for a in arts])
     ids = [a.id for a in arts]
     base = {ids[i]: [ids[j] for j in t] for i, t in enumerate(cosine_topk(rows, 20))}
@@ -180,14 +211,13 @@ def choice(arts: list[Article], story: dict[str, str], labels: list[dict[str, An
             "reuters_topic_p10": reuters_topic_precision(None, reuters),
         }
     }
-    for name, params in VARIANTS.items():
-        vector = StoryVectorConfig(**params)
-        lists = desk_lists(arts, vector, 20)
+    for name, variant in VARIANTS.items():
+        lists = variant_lists(arts, variant[0], variant[1], 20, 7 * 24)
         out[name] = {
             "related_A": pair_recall(lists, half_a, "related")["share"],
             "related_B": pair_recall(lists, half_b, "related")["share"],
             "same_story": same_story(lists, story)["same_story_share"],
-            "reuters_topic_p10": reuters_topic_precision(vector, reuters),
+            "reuters_topic_p10": reuters_topic_precision(variant, reuters),
         }
         print(f"  {name:40s} {out[name]}")
     print(f"  {'baseline tf-idf cosine':40s} {out['baseline tf-idf cosine']}")
@@ -197,159 +227,187 @@ def choice(arts: list[Article], story: dict[str, str], labels: list[dict[str, An
 # --- similar --------------------------------------------------------------------------------
 
 
+def as_doc(a: Article) -> dict[str, Any]:
+    return {
+        "id": a.id,
+        "text": a.text,
+        "title": a.title,
+        "date": a.date.isoformat() if a.date else None,
+        "source": a.source,
+    }
+
+
 def similar_section(
     arts: list[Article], story: dict[str, str], labels: list[dict[str, Any]]
 ) -> dict:
     rows = tfidf_rows([a.text for a in arts])
     ids = [a.id for a in arts]
     base = {ids[i]: [ids[j] for j in t] for i, t in enumerate(cosine_topk(rows, 20))}
-    desk = StoryDesk()
-    for a in arts:
-        desk.ingest(a)
-    ours = {a.id: [x.id for x in desk.similar(a, 20)] for a in arts}
-    by_id = {a.id: a.id for a in arts}
-    ours_by_id = {i: [x.id for x in desk.similar(i, 20)] for i in by_id}
-    out = {}
+    with tempfile.TemporaryDirectory() as tmp, NewsIndex(str(Path(tmp) / "p.db")) as news:
+        news.ingest_many([as_doc(a) for a in arts])
+        times = []
+        ours: dict[str, list[str]] = {}
+        verdicts: collections.Counter[str] = collections.Counter()
+        for a in arts:
+            t0 = time.perf_counter()
+            items = news.similar(a.id, 20)
+            times.append((time.perf_counter() - t0) * 1e3)
+            ours[a.id] = [m.id for m in items]
+            verdicts.update(m.verdict for m in items)
+        reach = {i: xs + news.duplicates(i) for i, xs in ours.items()}
+    out: dict[str, Any] = {}
     for name, lists in (
         ("tf-idf cosine top-20 (baseline)", base),
-        ("similar(article, 20)", ours),
-        ("similar(id, 20) (fingerprint only)", ours_by_id),
+        ("similar(id, 20)", ours),
+        ("similar(id, 20) + duplicates(id)", reach),
     ):
         out[name] = {
             lab: pair_recall(lists, labels, lab) for lab in ("related", "partial", "duplicate")
         }
         out[name].update(same_story(lists, story))
-        print(f"  {name:38s} " + json.dumps(out[name]))
+        print(f"  {name:34s} " + json.dumps(out[name]))
+    out["similar verdicts"] = dict(verdicts)
+    out["similar_median_ms"] = round(statistics.median(times), 3)
     for half, part in (("A", labels[0::2]), ("B", labels[1::2])):
         out[f"related, half {half}"] = {
             "baseline": pair_recall(base, part, "related")["share"],
-            "similar(article, 20)": pair_recall(ours, part, "related")["share"],
+            "similar(id, 20)": pair_recall(ours, part, "related")["share"],
         }
+    print(f"  verdicts {dict(verdicts)}; median {out['similar_median_ms']} ms")
     return out
 
 
 # --- events ---------------------------------------------------------------------------------
 
 
-def describe(desk: StoryDesk, story: dict[str, str] | None, limit: int = 40) -> list[dict]:
+def describe(news: NewsIndex, groups: dict[str, str] | None, limit: int = 60) -> list[dict]:
     out = []
-    for e in desk.events()[:limit]:
-        report = desk.report(e.id)
+    for row in news.events()[:limit]:
+        report = news.event(row.id)
         item: dict[str, Any] = {
-            "id": e.id,
-            "opened": dt.datetime.fromtimestamp(e.opened_at_us / 1e6, dt.UTC).isoformat(),
-            "articles": len(e.members),
+            "id": row.id,
+            "opened": dt.datetime.fromtimestamp(row.opened_at_us / 1e6, dt.UTC).isoformat(),
+            "articles": len(report.articles),
             "title": report.title,
             "hours": report.growth[-1][0] if report.growth else 0,
+            "first_publisher": report.first_publisher,
+            "sources": len(report.sources),
+            "copies": report.copies,
+            "independent": report.independent,
+            "first_titles": [a.title for a in report.articles[:8]],
         }
-        if story is not None:
-            item["stories"] = dict(collections.Counter(story[m] for m in e.members))
+        if groups is not None:
+            item["stories"] = dict(collections.Counter(groups[a.id] for a in report.articles))
         out.append(item)
     return out
 
 
+def stream_events(docs: list[dict[str, Any]], groups: dict[str, str] | None) -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp, NewsIndex(str(Path(tmp) / "e.db")) as news:
+        results = news.ingest_many(docs)
+        bad = [r for r in results if isinstance(r, Exception)]
+        assert all(type(r).__name__ == "InputError" for r in bad), bad[:3]
+        return describe(news, groups)
+
+
 def events_section(arts: list[Article], story: dict[str, str]) -> dict:
     out: dict[str, Any] = {}
-    desk = StoryDesk()
-    for a in arts:
-        desk.ingest(a)
+    events = stream_events([as_doc(a) for a in arts], story)
     summit = sum(1 for v in story.values() if v == "helsinki")
-    events = describe(desk, story)
     biggest = max((e["stories"].get("helsinki", 0) for e in events), default=0)
     out["provenance"] = {
         "events": events,
         "summit_articles": summit,
         "largest_summit_event_share": round(biggest / summit, 4),
-        "other_stories_in_summit_events": sum(
-            n
-            for e in events
-            if e["stories"].get("helsinki")
-            for s, n in e["stories"].items()
-            if s != "helsinki"
+        "other_stories_in_events": sum(
+            n for e in events for s, n in e["stories"].items() if s != "helsinki"
         ),
     }
-    print("  provenance:", json.dumps(out["provenance"])[:600])
+    for e in events:
+        print(f"  provenance {e['articles']:4d} {e['hours']:6.1f} h {e['title']!r} {e['stories']}")
+        print(f"     copies {e['copies']} independent {e['independent']} sources {e['sources']}")
 
     docs = load_reuters()
     topics = {d["id"]: ",".join(d["topics"]) or "-" for d in docs}
-    titles = {d["id"]: d["title"] for d in docs}
-    for name, events in (
-        ("reuters", StoryEventConfig()),
-        ("reuters, min_similarity 0.25", StoryEventConfig(min_similarity=0.25)),
-        ("reuters, no figure rule", StoryEventConfig(max_figure_share=1.0)),
-    ):
-        desk = StoryDesk(StoryConfig(events=events))
-        for d in docs:
-            desk.ingest(Article(d["id"], d["text"], d["title"], parse_date(d["date"])))
-        listed = describe(desk, topics, limit=100)
-        for e in listed:
-            e["first_titles"] = [titles[m] for m in desk.events()[listed.index(e)].members[:8]]
-        out[name] = {"events": len(desk.events()), "listed": listed}
-        print(f"  {name}: {len(desk.events())} events")
+    ordered = sorted(docs, key=lambda d: (d["date"] is None, d["date"] or "", d["id"]))
+    reuters = [
+        {"id": d["id"], "text": d["text"], "title": d["title"], "date": d["date"]} for d in ordered
+    ]
+    # Without a source each article counts as a source of its own; with its true one
+    # ("Reuters"), one outlet's own wire never makes the 3 sources of an event.
+    for name, source in (("reuters", None), ("reuters, source Reuters", "Reuters")):
+        listed = stream_events([{**d, "source": source} for d in reuters], topics)
+        out[name] = {"events": len(listed), "listed": listed}
+        print(f"  {name} (real 1987 dates): {len(listed)} events")
         for e in listed:
             print(f"    {e['articles']:4d} {e['hours']:6.1f} h  {e['title']!r}  {e['stories']}")
             print(f"         {e['first_titles']}")
 
     rng = np.random.default_rng(7)
     pick = rng.choice(len(docs), 2000, replace=False)
-    base = to_us(dt.datetime(1987, 3, 2, tzinfo=dt.UTC))
-    assert base is not None
+    start = dt.datetime(1987, 3, 2, tzinfo=dt.UTC)
     crowd = sorted(
         (
-            Article(
-                docs[p]["id"],
-                docs[p]["text"],
-                docs[p]["title"],
-                dt.datetime.fromtimestamp((base + int(rng.integers(0, 48 * HOUR))) / 1e6, dt.UTC),
-            )
+            {
+                "id": docs[p]["id"],
+                "text": docs[p]["text"],
+                "title": docs[p]["title"],
+                "date": (start + dt.timedelta(seconds=int(rng.integers(0, 48 * 3600)))).isoformat(),
+            }
             for p in pick.tolist()
         ),
-        key=lambda a: (a.date, a.id),
+        key=lambda d: (d["date"], d["id"]),
     )
-    desk = StoryDesk()
-    for a in crowd:
-        desk.ingest(a)
-    out["crowded_48h"] = {
-        "articles": len(crowd),
-        "events": len(desk.events()),
-        "listed": describe(desk, topics),
-    }
-    print(f"  reuters crowded into 48 h: {len(crowd)} articles, {len(desk.events())} events")
+    crowded = stream_events(crowd, topics)
+    out["crowded_48h"] = {"articles": len(crowd), "events": len(crowded), "listed": crowded}
+    print(f"  reuters crowded into 48 h: {len(crowd)} articles, {len(crowded)} events")
     return out
 
 
 # --- cost -----------------------------------------------------------------------------------
 
 
-def cost_section(arts: list[Article]) -> dict:
+def cost_section(arts: list[Article], block: int = 250) -> dict:
+    """CPU microseconds per article, three contenders alternating in blocks of ``block``
+    articles over the same texts in stream order: the rule's profile (which the stream makes
+    anyway), the story component on that profile, and the 64-bit SimHash the story component
+    replaced (sign_simhash; its Hamming-index query not counted)."""
     out = {}
-    reuters = load_reuters()[:5000]
-    for name, texts, dates in (
-        ("reuters", [d["text"] for d in reuters], [parse_date(d["date"]) for d in reuters]),
-        ("provenance", [a.text for a in arts], [a.date for a in arts]),
+    reuters = load_reuters()[:8000]
+    for name, items in (
+        ("reuters", [(d["id"], d["text"], parse_date(d["date"]), None) for d in reuters]),
+        ("provenance", [(a.id, a.text, a.date, a.source) for a in arts]),
     ):
-        cfg = StoryVectorConfig()
-        for t in texts:  # warm the token caches, as in a running stream
-            story_features(t, cfg)
-        df = DocumentFrequencies()
-        index = StoryIndex()
-        start = time.process_time()
-        for i, (t, d) in enumerate(zip(texts, dates, strict=True)):
-            feats, tf = story_features(t, cfg)
-            vec = story_vector_of_features(feats, tf, cfg, df)
-            if not vec.is_empty:
-                index.add(i, vec, d)
-                df.add(feats)
-        vector_add = (time.process_time() - start) / len(texts) * 1e6
         desk = StoryDesk()
-        start = time.process_time()
-        for i, (t, d) in enumerate(zip(texts, dates, strict=True)):
-            desk.ingest(Article(str(i), t, None, d))
-        ingest = (time.process_time() - start) / len(texts) * 1e6
+        profiles = [profile(t) for _, t, _, _ in items]  # warm caches and compiled code
+        spent = {"profile": 0.0, "story": 0.0, "simhash": 0.0}
+        for start in range(0, len(items), block):
+            chunk = items[start : start + block]
+            profs = profiles[start : start + block]
+            c0 = time.process_time()
+            for _, text, _, _ in chunk:
+                profile(text)
+            c1 = time.process_time()
+            for (doc_id, text, date, source), p in zip(chunk, profs, strict=True):
+                vec = desk.vector_of(p)
+                t = to_us(date)
+                hits = desk.neighbours(vec, t)
+                outcome = desk.decide(doc_id, vec, t, source, desk.counts(text), hits)
+                desk.add(doc_id, doc_id, vec, p.terms, t, source=source, counted=True)
+                desk.apply(doc_id, outcome)
+            c2 = time.process_time()
+            for _, text, _, _ in chunk:
+                sign_simhash(text)
+            c3 = time.process_time()
+            spent["profile"] += c1 - c0
+            spent["story"] += c2 - c1
+            spent["simhash"] += c3 - c2
+        n = len(items)
         out[name] = {
-            "articles": len(texts),
-            "vector_and_add_us": round(vector_add, 1),
-            "desk_ingest_us": round(ingest, 1),
+            "articles": n,
+            **{f"{k}_us": round(v / n * 1e6, 1) for k, v in spent.items()},
+            "story_over_profile": round(spent["story"] / spent["profile"], 3),
+            "story_over_simhash": round(spent["story"] / spent["simhash"], 3),
         }
         print(f"  {name}: {out[name]}")
     return out
@@ -364,11 +422,11 @@ def index_section(n: int, queries: int) -> dict:
     df = DocumentFrequencies()
     vecs = []
     for d in docs:
-        feats, tf = story_features(d["text"], cfg)
-        vec = story_vector_of_features(feats, tf, cfg, df)
+        p = profile(d["text"])
+        vec = story_vector(p.terms, p.term_counts, cfg, df)
         if not vec.is_empty:
             vecs.append(vec)
-            df.add(feats)
+            df.add(p.terms)
     base_fps = np.array([v.fingerprint for v in vecs], dtype=np.uint64)
     rng = np.random.default_rng(11)
     src = rng.integers(0, len(vecs), n)
@@ -396,39 +454,104 @@ def index_section(n: int, queries: int) -> dict:
         "add_us_per_article": round(build / n * 1e6, 2),
         "nbytes": index.nbytes,
     }
-    for hours in (4, 48):
+    for hours in (4, 48, 14 * 24):
         times = []
-        counts = []
         for q in rng.integers(n // 2, n, queries).tolist():
             vec = vecs[int(src[q])]
             t = int(dates[q])
             t1 = time.perf_counter()
-            hits = index.nearest(vec, 20, t - hours * HOUR, t)
+            index.nearest(vec, 40, t - hours * HOUR, t + hours * HOUR)
             times.append((time.perf_counter() - t1) * 1e3)
-            counts.append(len(hits))
-        out[f"query_{hours}h"] = {
+        out[f"query_{hours}h_either_side"] = {
             "median_ms": round(statistics.median(times), 3),
             "p99_ms": round(float(np.percentile(times, 99)), 3),
-            "rows_in_window": int(n * hours / (30 * 24)),
+            "rows_in_window": int(n * min(1.0, 2 * hours / (30 * 24))),
         }
     print(f"  index: {out}")
+    return out
+
+
+def similar_at_scale(n: int, queries: int) -> dict:
+    """``NewsStream.similar(id, 20)`` on a store of the replicated Reuters stream."""
+    from bench_ingest import load_reuters as ingest_docs
+    from bench_ingest import replicated
+
+    docs = ingest_docs()
+    with tempfile.TemporaryDirectory() as tmp:
+        stream = NewsStream(open_store(str(Path(tmp) / "s.db")), StreamConfig())
+        ids: list[str] = []
+        batch: list[dict[str, Any]] = []
+        c0 = time.process_time()
+        for d in replicated(docs, n):
+            batch.append(d)
+            ids.append(d["id"])
+            if len(batch) == 256:
+                stream.ingest_many(batch)
+                batch = []
+        if batch:
+            stream.ingest_many(batch)
+        ingest_cpu = time.process_time() - c0
+        rng = np.random.default_rng(3)
+        times = []
+        for i in rng.integers(0, len(ids), queries).tolist():
+            t0 = time.perf_counter()
+            stream.similar(ids[i], 20)
+            times.append((time.perf_counter() - t0) * 1e3)
+        stream.close()
+    out = {
+        "stored": n,
+        "ingest_articles_per_cpu_s": round(n / ingest_cpu, 1),
+        "similar_median_ms": round(statistics.median(times), 3),
+        "similar_p99_ms": round(float(np.percentile(times, 99)), 3),
+    }
+    print(f"  similar at scale: {out}")
+    return out
+
+
+def stream_side(n: int, rounds: int = 2) -> dict:
+    """Ingest rate of the replicated Reuters stream (bench_ingest.py's ``ingest_run``, first
+    ``n`` articles) with the defaults, without story candidates, and without story
+    candidates nor events, alternating ``rounds`` times: the stream's cost of the story
+    component beyond the vector and index (measured by ``cost``)."""
+    from bench_ingest import ingest_run
+    from bench_ingest import load_reuters as ingest_docs
+    from neardup.detect.stream import CandidateConfig
+
+    docs = ingest_docs()
+    configs = {
+        "default": StreamConfig(),
+        "story_candidates=0": StreamConfig(candidates=CandidateConfig(story_candidates=0)),
+        "story_candidates=0, events off": StreamConfig(
+            candidates=CandidateConfig(story_candidates=0),
+            stories=StoryConfig(events=EventConfig(enabled=False)),
+        ),
+    }
+    out: dict[str, Any] = {name: {"articles_per_cpu_s": []} for name in configs}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            for name, config in configs.items():
+                run = ingest_run(docs, n, config, Path(tmp), batch=256)
+                run.pop("_decisions")
+                out[name]["articles_per_cpu_s"].append(run["articles_per_cpu_s"])
+                out[name]["statuses"] = run["statuses"]
+    print(f"  stream side by side: {out}")
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="stories in the index section")
+    parser.add_argument("--similar-n", type=int, default=50_000, help="articles stored")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="a 100,000-story index")
     parser.add_argument("--skip-index", action="store_true")
-    parser.add_argument(
-        "--only", choices=("choice", "similar", "events", "cost", "index"), action="append"
-    )
+    sections = ("choice", "similar", "events", "cost", "index", "similar_at_scale", "stream_side")
+    parser.add_argument("--only", choices=sections, action="append")
     parser.add_argument("--out", default="story")
     args = parser.parse_args()
     arts, story, labels = load_prov()
     payload: dict[str, Any] = {}
-    only = set(args.only or ("choice", "similar", "events", "cost", "index"))
+    only = set(args.only or sections)
     if "choice" in only:
         print("choice (pairs half A and Reuters topics choose; half B is held out):")
         payload["choice"] = choice(arts, story, labels)
@@ -444,6 +567,12 @@ def main() -> None:
     if "index" in only and not args.skip_index:
         print("index:")
         payload["index"] = index_section(100_000 if args.quick else args.n, args.queries)
+    if "similar_at_scale" in only:
+        print("similar at scale:")
+        payload["similar_at_scale"] = similar_at_scale(args.similar_n, args.queries)
+    if "stream_side" in only:
+        print("stream side by side:")
+        payload["stream_side"] = stream_side(6000)
     print("saved", save(args.out, payload))
 
 

@@ -446,7 +446,7 @@ def test_checkpoint_made_with_another_configuration_is_not_used(backend: Backend
     s = backend.stream()
     ingest(s, A)
     s.close()
-    cfg = StreamConfig(candidates=CandidateConfig(similar_max_distance=5))
+    cfg = StreamConfig(candidates=CandidateConfig(story_candidates=5))
     s = backend.stream(cfg=cfg)
     try:
         assert s.stats["restored_from_checkpoint"] == 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import random
 import re
 import shutil
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ import httpx
 import pytest
 
 from test_service_process import Server
+from test_story import story_text
 
 CHROMIUM = os.environ.get("NEARDUP_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("NEARDUP_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -104,6 +106,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 " the figures mean for readers here.\n\n" + second["text"][:700],
             }
             assert client.post("/v1/documents", json=patchwork).status_code == 200
+            # three reports of one invented story, written independently
+            rng = random.Random(5)
+            topic = ["harbour", "ferry", "strike", "dockers", "union", "wages", "port"]
+            coverage = [
+                {
+                    "id": f"coverage-{i}",
+                    "text": story_text(rng, topic, 160),
+                    "title": f"Dockers strike at the ferry harbour ({outlet})",
+                    "date": (t0 + dt.timedelta(hours=30 + i)).isoformat(),
+                    "source": outlet,
+                }
+                for i, outlet in enumerate(["Tribune", "Courier", "Herald"])
+            ]
+            assert client.post("/v1/documents", json=coverage).status_code == 200
         yield {
             "url": server.url,
             "sources": {first["id"], second["id"]},
@@ -176,18 +192,35 @@ def test_page_marks_copied_passages_links_origins_and_shows_events(
     title_id = driver.find_element(By.ID, "view-meta").text
     assert title_id.startswith(target)
 
-    # a duplicate shows its original; the events list opens a timeline
+    # a duplicate shows its original among its copies
     driver.get(site["url"] + "/#doc=update-5")
     dups = wait_for(driver, "#view-dups li a")
     # the updates copy a preloaded, earlier article: that one is their original
     assert dups[0].get_attribute("data-id") == site["base"]
+    assert "original of this article" in driver.find_element(By.ID, "view-dups").text
+
+    # independent reports of one story are more coverage, apart from the copies
+    driver.get(site["url"] + "/#doc=coverage-0")
+    more = wait_for(driver, "#view-similar li.coverage a", count=2)
+    assert {a.get_attribute("data-id") for a in more} == {"coverage-1", "coverage-2"}
+    assert "Courier" in driver.find_element(By.ID, "view-similar").text
+    assert "coverage-1" not in driver.find_element(By.ID, "view-dups").text
+
+    # the events list opens a timeline: a readable title, first publisher, sources, and
+    # each article marked as the first report, an independent report or a copy
     events = wait_for(driver, "#events li a")
+    assert "articles" in driver.find_element(By.ID, "events").text
     events[0].click()
     timeline = wait_for(driver, "#event-articles li", count=16)
     assert any("update-0" in li.text or "(update 0)" in li.text for li in timeline)
     bars = wait_for(driver, "#event-growth div")
     assert bars
-    assert "first publisher" in driver.find_element(By.ID, "event-meta").text
+    meta = driver.find_element(By.ID, "event-meta").text
+    assert "first publisher" in meta and "copies" in meta and "sources:" in meta
+    title = driver.find_element(By.ID, "event-title").text
+    assert title and not title.startswith("Breaking event"), title
+    kinds = [li.find_element(By.CSS_SELECTOR, ".kind").text for li in timeline]
+    assert kinds[0] == "first report" and any(k.startswith("copy of") for k in kinds)
 
     # paste a text: traced against every stored article, nothing stored
     driver.get(site["url"] + "/")
@@ -269,8 +302,7 @@ def test_page_stores_imports_and_shows_the_event_on_an_empty_store(
     )
     assert numbers, status
     new, duplicate, partial, similar = map(int, numbers.groups())
-    assert new + duplicate + partial + similar == len(rows) and duplicate >= 17
-    assert partial + similar >= 1
+    assert new + duplicate + partial + similar == len(rows) and duplicate >= 17 and similar >= 1
     assert "1 article with empty text skipped; 2 lines not imported" in status
     problems = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#import-problems li")]
     assert problems[0].startswith("line 4: not valid JSON") and problems[1].startswith(
@@ -290,7 +322,9 @@ def test_page_stores_imports_and_shows_the_event_on_an_empty_store(
     first = timeline[0]
     source = first.find_element(By.CSS_SELECTOR, ".source").text
     title = first.find_element(By.CSS_SELECTOR, "a").text
-    assert source.startswith("· ") and first.text.endswith(f"{title} {source}")
+    kind = first.find_element(By.CSS_SELECTOR, ".kind").text
+    assert source.startswith("· ") and first.text.endswith(f"{title} {source} {kind}")
+    assert kind == "first report"
     body = driver.find_element(By.TAG_NAME, "body").text
     assert "+00:00" not in body and " UTC" in body
 

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from tests.conftest import data_path
 
 from neardup.detect.story import (
+    EventConfig,
     StoryConfig,
     StoryDesk,
-    StoryEventConfig,
     figure_share,
 )
 from neardup.errors import (
@@ -33,6 +33,7 @@ from neardup.errors import (
 from neardup.index.docfreq import DocumentFrequencies
 from neardup.index.story import StoryIndex, to_us
 from neardup.records import Article, parse_date
+from neardup.rule import profile
 from neardup.sketch import sign
 from neardup.sketch.base import Signature
 from neardup.sketch.idf import build_idf_table
@@ -41,11 +42,9 @@ from neardup.sketch.story import (
     StoryVectorConfig,
     asymmetric_cosine,
     hamming_cosine,
-    sign_story,
-    story_features,
-    story_paragraphs,
     story_vector,
     story_vector_reference,
+    tf_weights,
 )
 
 T0 = dt.datetime(2024, 5, 1, 8, 0, tzinfo=dt.UTC)
@@ -118,24 +117,33 @@ def story_text(rng: random.Random, topic: list[str], n: int = 120) -> str:
 # --- the story vector ---------------------------------------------------------------------
 
 
+def terms_of(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The content terms and counts of the rule's profile: what the story vector reads."""
+    p = profile(text)
+    return p.terms, p.term_counts
+
+
+def text_vector(text: str, cfg: StoryVectorConfig | None = None, idf: object = None) -> StoryVector:
+    return story_vector(*terms_of(text), cfg, idf)  # type: ignore[arg-type]
+
+
 def test_compiled_projection_equals_numpy_reference() -> None:
     rng = random.Random(1)
     idf = build_idf_table([story_text(rng, WORDS[:10]) for _ in range(30)])
     for bits in (64, 128, 256):
-        for bigrams in (0.0, 1.0):
-            cfg = StoryVectorConfig(bits=bits, bigram_weight=bigrams, seed=3)
-            for _ in range(10):
-                text = story_text(rng, rng.sample(WORDS, 5))
-                for table in (None, idf):
-                    a = story_vector(text, cfg, table)
-                    b = story_vector_reference(text, cfg, table)
-                    assert a.fingerprint.tolist() == b.fingerprint.tolist()
-                    assert np.allclose(a.values, b.values, atol=1e-5)
+        cfg = StoryVectorConfig(bits=bits, seed=3)
+        for _ in range(10):
+            terms, counts = terms_of(story_text(rng, rng.sample(WORDS, 5)))
+            for table in (None, idf):
+                a = story_vector(terms, counts, cfg, table)
+                b = story_vector_reference(terms, counts, cfg, table)
+                assert a.fingerprint.tolist() == b.fingerprint.tolist()
+                assert np.allclose(a.values, b.values, atol=1e-5)
 
 
-def oracle_bits(text: str, cfg: StoryVectorConfig) -> list[int]:
+def oracle_bits(terms: np.ndarray, counts: np.ndarray, cfg: StoryVectorConfig) -> list[int]:
     """Charikar's SimHash of the TF-IDF (uniform IDF) vector, bit by bit in Python integers."""
-    feats, tf = story_features(text, cfg)
+    tf = [round((1 + math.log(c)) * 1024) for c in counts.tolist()]
     keys = cfg.projection_keys().tolist()
     mask = (1 << 64) - 1
 
@@ -145,16 +153,15 @@ def oracle_bits(text: str, cfg: StoryVectorConfig) -> list[int]:
         return z ^ (z >> 31)
 
     out = []
-    for k, key in enumerate(keys):
+    for key in keys:
         word = 0
         for j in range(64):
             total = 0
-            for f, w in zip(feats.tolist(), tf.tolist(), strict=True):
+            for f, w in zip(terms.tolist(), tf, strict=True):
                 total += w * 1024 if (mix(f ^ key) >> j) & 1 else -w * 1024
             if total > 0:
                 word |= 1 << j
         out.append(word)
-        assert k < cfg.words
     return out
 
 
@@ -162,18 +169,19 @@ def test_fingerprint_matches_bitwise_oracle_and_values_signs() -> None:
     rng = random.Random(2)
     cfg = StoryVectorConfig(bits=128)
     for _ in range(5):
-        text = story_text(rng, rng.sample(WORDS, 4), 40)
-        vec = story_vector(text, cfg)
-        assert vec.fingerprint.tolist() == oracle_bits(text, cfg)
+        terms, counts = terms_of(story_text(rng, rng.sample(WORDS, 4), 40))
+        vec = story_vector(terms, counts, cfg)
+        assert vec.fingerprint.tolist() == oracle_bits(terms, counts, cfg)
         bits = np.unpackbits(vec.fingerprint.astype("<u8").view(np.uint8), bitorder="little")
         assert ((vec.values > 0) == bits.astype(bool)).all()
+    assert tf_weights(np.array([1, 3])).tolist() == [1024, round((1 + math.log(3)) * 1024)]
 
 
 def test_same_story_is_closer_than_another_story() -> None:
     rng = random.Random(3)
     topic_a, topic_b = WORDS[:6], WORDS[20:26]
-    a1, a2 = (story_vector(story_text(rng, topic_a)) for _ in range(2))
-    b1 = story_vector(story_text(rng, topic_b))
+    a1, a2 = (text_vector(story_text(rng, topic_a)) for _ in range(2))
+    b1 = text_vector(story_text(rng, topic_b))
     assert a1.cosine(a2) > a1.cosine(b1) + 0.2
     d_same = int(np.bitwise_count(a1.fingerprint ^ a2.fingerprint).sum())
     d_other = int(np.bitwise_count(a1.fingerprint ^ b1.fingerprint).sum())
@@ -185,20 +193,20 @@ def test_same_story_is_closer_than_another_story() -> None:
 
 def test_estimates_track_exact_cosine() -> None:
     """Over many pairs, both estimators are within a few standard errors of the exact
-    cosine of the TF-IDF vectors (plain TF here)."""
+    cosine of the TF vectors (uniform IDF here)."""
     rng = random.Random(4)
     cfg = StoryVectorConfig(bits=256)
     errs_h, errs_a = [], []
     for _ in range(40):
         topic = rng.sample(WORDS, 6)
         ta, tb = story_text(rng, topic), story_text(rng, topic if rng.random() < 0.5 else WORDS)
-        fa, wa = story_features(ta, cfg)
-        fb, wb = story_features(tb, cfg)
-        da = dict(zip(fa.tolist(), wa.tolist(), strict=True))
-        db = dict(zip(fb.tolist(), wb.tolist(), strict=True))
+        fa, ca = terms_of(ta)
+        fb, cb = terms_of(tb)
+        da = dict(zip(fa.tolist(), tf_weights(ca).tolist(), strict=True))
+        db = dict(zip(fb.tolist(), tf_weights(cb).tolist(), strict=True))
         dot = sum(v * db.get(f, 0) for f, v in da.items())
         exact = dot / math.sqrt(sum(v * v for v in da.values()) * sum(v * v for v in db.values()))
-        va, vb = story_vector(ta, cfg), story_vector(tb, cfg)
+        va, vb = story_vector(fa, ca, cfg), story_vector(fb, cb, cfg)
         d = int(np.bitwise_count(va.fingerprint ^ vb.fingerprint).sum())
         errs_h.append(float(hamming_cosine(d, 256)) - exact)
         errs_a.append(asymmetric_cosine(va.values, vb.fingerprint) - exact)
@@ -206,32 +214,33 @@ def test_estimates_track_exact_cosine() -> None:
     assert abs(np.mean(errs_a)) < 0.05 and np.std(errs_a) < 0.15
 
 
-def test_paragraph_rule_and_punctuation() -> None:
-    body = "The summit in Helsinki ended with a joint press conference of both leaders today."
-    junk = "Fullscreen\n\nSIGN UP\n\nRELATED STORIES:"
-    caption = "Leaders shake hands before the talks in the palace hall on Monday morning, photo."
-    text = f"{caption}\n\n{caption}\n\n{junk}\n\n{body}"
-    paras = story_paragraphs(text, 10)
-    assert paras == [caption, body]
-    assert story_paragraphs("short\n\nitems", 10) == ["short", "items"]  # nothing long: keep
-    curly = story_vector("Trump\u2019s \u201csummit\u201d \u2014 Helsinki")
-    plain = story_vector('Trump\'s "summit" - Helsinki')
-    assert curly.fingerprint.tolist() == plain.fingerprint.tolist()
+def test_vector_reads_the_profile_prose_once() -> None:
+    """Page furniture (captions printed twice, short widget lines) is the profile's to drop:
+    the story vector of a page is that of its prose; bad terms are refused."""
+    body = (
+        "The summit in Helsinki ended with a joint press conference of both leaders today, "
+        "after two hours of talks on trade, arms control and the war in Syria."
+    )
+    caption = "Leaders shake hands before the talks in the palace hall (AP Photo/Pablo Martinez)"
+    page = f"Fullscreen\n\nSIGN UP\n\n{caption}\n\n{caption}\n\n{body}"
+    assert text_vector(page).fingerprint.tolist() == text_vector(body).fingerprint.tolist()
+    with pytest.raises(InputError):
+        story_vector(np.array([5, 3], np.uint64), np.array([1, 1]))
+    with pytest.raises(InputError):
+        story_vector(np.array([3, 5], np.uint64), np.array([1]))
+    with pytest.raises(InputTypeError):
+        story_vector([3, 5], [1, 1])  # type: ignore[arg-type]
 
 
 def test_empty_texts_and_signature() -> None:
-    for text in ("", "   ", "!!! ... ---", "\n\n"):
-        vec = story_vector(text)
+    for text in ("", "   ", "!!! ... ---", "\n\n", "12 34 5.6"):
+        vec = text_vector(text)
         assert vec.is_empty and vec.features == 0
-    sig = sign_story("Storm floods the river bridge")
+    sig = text_vector("Storm floods the river bridge").signature()
     assert isinstance(sig, Signature) and sig.scheme == "story" and len(sig) == 4
     assert Signature.from_bytes(sig.to_bytes()) == sig
-    with pytest.raises(InputTypeError):
-        story_vector(b"bytes")  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         StoryVectorConfig(bits=96)
-    with pytest.raises(ConfigError):
-        sign_story("x", None, wrong=1)
 
 
 # --- document frequencies -------------------------------------------------------------------
@@ -280,7 +289,7 @@ def test_index_equals_brute_force(seed: int, k: int, with_vector: bool) -> None:
         index.remove(key)
         del stored[key]
     text = " ".join(rng.choice(WORDS, 30).tolist())
-    vec = story_vector(text, cfg)
+    vec = text_vector(text, cfg)
     query: StoryVector | Signature = vec if with_vector else vec.signature()
     for since, until in ((None, None), (200, 700), (None, 300), (900, None)):
         got = index.nearest(query, k, since, until)
@@ -329,11 +338,11 @@ def test_index_save_load_and_edges(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError):
         index.remove("missing")
     with pytest.raises(InputError):
-        index.add("e", story_vector(""), T0)
+        index.add("e", text_vector(""), T0)
     with pytest.raises(SchemeMismatchError):
         index.add("s", sign("some text here", "simhash"), T0)
     with pytest.raises(SchemeMismatchError):
-        index.add("b", story_vector("storm flood", StoryVectorConfig(bits=64)), T0)
+        index.add("b", text_vector("storm flood", StoryVectorConfig(bits=64)), T0)
     with pytest.raises(ConfigError):
         index.nearest(query, 5, since=T0, until=T0 - dt.timedelta(hours=1))
     with pytest.raises(ConfigError):
@@ -399,7 +408,7 @@ def test_replay_is_deterministic_and_checkpoint_resumes(tmp_path: Path) -> None:
     rest = [d.ingest(x) for x in arts[310:]]
     assert rest == out_a[310:] and d.snapshot() == a.snapshot()
     with pytest.raises(StoreError):
-        StoryDesk.load(tmp_path / "desk", StoryConfig(similar_min_similarity=0.5))
+        StoryDesk.load(tmp_path / "desk", StoryConfig(min_similarity=0.1))
 
 
 def test_similar_marks_and_edges() -> None:
@@ -441,7 +450,8 @@ def test_undated_tables_and_empty_do_not_count() -> None:
     undated = [Article(a.id, a.text, a.title, None, a.source) for a in arts]
     desk = StoryDesk()
     outcomes = [desk.ingest(a) for a in undated]
-    assert desk.events() == [] and all(o.indexed and o.event is None for o in outcomes)
+    assert desk.events() == [] and all(o.event is None for o in outcomes)
+    assert len(desk) == len(undated)  # indexed for similar news all the same
     table = "Shr 1.20 dlrs vs 1.05 dlrs Net 12.5 mln vs 10.1 mln Revs 150.2 mln vs 130.4 mln"
     assert figure_share(table) > 0.2 >= figure_share(arts[0].text)
     tables = [
@@ -452,11 +462,12 @@ def test_undated_tables_and_empty_do_not_count() -> None:
     for a in tables:
         desk.ingest(a)
     assert desk.events() == []
-    assert desk.ingest(Article("blank", "  \n ", None, T0)).indexed is False
+    assert desk.ingest(Article("blank", "  \n ", None, T0)).event is None
+    assert "blank" not in desk.index
     with pytest.raises(InputTypeError):
         desk.ingest({"id": "x"})  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
-        StoryEventConfig(min_similarity=2.0)
+        EventConfig(min_similarity=2.0)
 
 
 def test_unrelated_crowd_opens_no_event() -> None:

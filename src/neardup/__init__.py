@@ -75,13 +75,13 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "neardup.rule",
     "Decision": "neardup.detect.stream",
     "Match": "neardup.detect.stream",
-    "EventReport": "neardup.detect.events",
+    "EventReport": "neardup.detect.story",
     "OriginReport": "neardup.detect.origin",
     "AlignedPassage": "neardup.similarity",
     # configurations
     "RuleConfig": "neardup.rule",
     "StreamConfig": "neardup.detect.stream",
-    "EventConfig": "neardup.detect.events",
+    "EventConfig": "neardup.detect.story",
     "OriginConfig": "neardup.detect.origin",
     "AlignmentConfig": "neardup.similarity",
     "DedupConfig": "neardup.batch",
@@ -203,9 +203,9 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from neardup.api import NewsIndex
     from neardup.batch import DedupConfig, dedup
-    from neardup.detect.events import EventConfig, EventReport
     from neardup.detect.origin import OriginConfig, OriginDetector, OriginReport
     from neardup.detect.resultset import dedup_result_set
+    from neardup.detect.story import EventConfig, EventReport
     from neardup.detect.stream import Decision, Match, StreamConfig
     from neardup.errors import ConfigError, InputError, NearDupError, NotFoundError
     from neardup.records import Article

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from neardup.detect.events import EventReport
+from neardup.detect.story import EventReport
 from neardup.detect.stream import Decision, Match, NewsStream, StreamConfig
 from neardup.errors import NearDupError
 from neardup.records import Article, parse_date

@@ -3,29 +3,34 @@
 Seed 003 ("General Simhash-based Framework for News Aggregators", MECS 2017) lists similar
 news and detects breaking events ("more than 15 similar news ... within 4 hours") from one
 SimHash per article made on the article's *feature vector*.  Here that vector is the story
-vector of :mod:`neardup.sketch.story` (TF-IDF over words, weighed with the document
-frequencies of the stream so far, projected to ``bits`` dimensions) and the fingerprints live
-in a :class:`~neardup.index.story.StoryIndex` searched by time window.
+vector of :mod:`neardup.sketch.story` (TF-IDF over the content terms of the rule's profile,
+weighed with the document frequencies of the stream so far, projected to ``bits``
+dimensions) and the fingerprints live in a :class:`~neardup.index.story.StoryIndex` searched
+by time window.
 
-:class:`StoryDesk` is the whole detector:
+:class:`StoryDesk` is the whole detector, used alone (:meth:`StoryDesk.ingest`) or by the
+news stream (:mod:`neardup.detect.stream.stories`), which calls its steps itself:
 
-* :meth:`StoryDesk.ingest` -- the hook to call once per article, in stream order: the article's
-  story vector is made with the document frequencies of the articles before it, the event
-  rule runs, then the article is indexed and its words counted.
-* :meth:`StoryDesk.similar` -- other articles of the same story dated within
-  ``similar_window_seconds`` of it, ranked by story similarity, each marked by the caller's
-  ``judge(a_id, b_id)``: ``duplicate`` and ``partial`` (copies) or ``similar`` (independent
-  coverage), so a page can list "more coverage" and "copies" apart.
-* :meth:`StoryDesk.events` / :meth:`StoryDesk.report` -- breaking events and their reports.
+* :meth:`StoryDesk.vector` -- an article's story vector, from its profile's terms, with the
+  document frequencies of the articles before it;
+* :meth:`StoryDesk.neighbours` -- the one windowed query per article: the articles stored
+  before it dated within ``window_seconds`` of it with story similarity at least
+  ``min_similarity``, most similar first (the stream judges the first of them with the
+  rule; the event rule reads the last ``events.window_seconds`` of them);
+* :meth:`StoryDesk.decide` -- the event rule below (pure: nothing changes);
+* :meth:`StoryDesk.add`, :meth:`StoryDesk.set_member`, :meth:`StoryDesk.merge` -- record the
+  article and the outcome (the stream logs each step, so a replay of its log calls the same
+  three in the same order and rebuilds the same state).
 
 Event rule (time is the article's date, never the wall clock).  When a dated article ``A``
-arrives, ``R`` is the set of earlier-ingested articles dated in ``[t - window, t]`` whose story
-similarity to ``A`` is at least ``min_similarity``.
+arrives, ``R`` is the set of earlier-ingested articles counted toward events, dated in
+``[t - window, t]``, whose story similarity to ``A`` is at least ``min_similarity``.
 
-1. *Join*: when at least ``min_links`` articles of ``R`` belong to one event, ``A`` and the
-   rest of ``R`` join it (an event grows as coverage continues).  When ``R`` reaches two or
-   more events that way, they fire on one story: they *merge* into the earliest opened (its
-   id stays; the others resolve to it).
+1. *Join*: ``A`` joins an *active* event (one with a member dated in the window) when at
+   least ``min_links`` articles of ``R`` are its members or when ``A``'s similarity to its
+   centroid (the sum of its members' story vectors) is at least ``min_similarity`` (the
+   event with most links, then the most similar, then the oldest); the rest of ``R`` joins
+   with it, so an event grows as coverage continues.
 2. *Open*: otherwise, when ``len(R) > min_articles`` (seed 003's "more than 15"), the burst
    comes from at least ``min_sources`` sources (an article without a source counts as a
    source of its own), and it is a *burst*: the story was not running before -- ``A`` has
@@ -34,23 +39,28 @@ similarity to ``A`` is at least ``min_similarity``.
    Templated items that recur every day (market reports, earnings tables, dividend
    notices) have as many neighbours on each earlier day, so they do not burst while the
    stream has the days before.
+3. *Merge*: active events whose centroid is as similar to the grown event's as a same-story
+   article fire on one story: they merge into the one opened first (its id stays; the
+   others resolve to it).
 
 Tables are not stories: an article whose words are more than ``max_figure_share`` figures
 (earnings tables, price lists, spreads; 20 %: 86 % of Reuters' third-quarter earnings
-items, 2 % of its topical news, 0.2 % of scraped web news) is indexed for
-:meth:`StoryDesk.similar` but does not count toward events.  Undated articles are indexed
-but not counted toward events either; texts without words (empty, punctuation only) are not
-indexed, and :meth:`StoryDesk.similar` answers an empty list for them.
+items, 2 % of its topical news, 0.2 % of scraped web news) is indexed for similar news but
+does not count toward events.  Undated articles are indexed (found by queries without a
+window) but not counted toward events either; texts without content terms (empty, figures or
+page furniture only) are not indexed, and :meth:`StoryDesk.similar` answers ``[]`` for them.
 
 Guarantees: deterministic -- replaying the same articles in the same order gives the same
-events, reports and state (ties break by insertion order).  Persistence: :meth:`save` /
-:meth:`load` write the index, the document frequencies and the detector's state.
+events, reports and state (ties break by insertion order).  Persistence: :meth:`state` /
+:meth:`from_state` (and :meth:`save` / :meth:`load` to a folder) restore the index, the
+document frequencies and the detector's state exactly.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime as dt
 import json
 import math
 import os
@@ -64,48 +74,51 @@ import numpy.typing as npt
 
 from neardup.config import Config, check_int, check_range
 from neardup.errors import ConfigError, InputError, InputTypeError, NotFoundError, StoreError
-from neardup.index._common import read_index_file, write_index_file
+from neardup.index._common import Key, read_index_file, write_index_file
 from neardup.index.docfreq import DocumentFrequencies
 from neardup.index.story import StoryHit, StoryIndex, StoryIndexConfig, to_us
 from neardup.records import Article
-from neardup.sketch.base import Signature
-from neardup.sketch.story import (
-    StoryVector,
-    StoryVectorConfig,
-    story_features,
-    story_vector,
-    story_vector_of_features,
-)
+from neardup.rule import Profile, RuleConfig, profile
+from neardup.sketch.story import StoryVector, StoryVectorConfig, story_vector
 
 __all__ = [
     "COPY_KINDS",
+    "EventArticle",
+    "EventConfig",
+    "EventReport",
     "Judge",
+    "Neighbours",
     "StoryConfig",
     "StoryDesk",
     "StoryEvent",
-    "StoryEventArticle",
-    "StoryEventConfig",
-    "StoryEventReport",
     "StoryItem",
     "StoryOutcome",
     "figure_share",
 ]
 
-#: A caller's copy judgement: ``judge(a_id, b_id)`` -> ``"duplicate"``, ``"partial"``,
+#: A caller's copy judgement: ``judge(a, b)`` on two keys -> ``"duplicate"``, ``"partial"``,
 #: ``"similar"`` or ``"unrelated"`` (the near-duplicate rule's verdict on the two texts).
-Judge = Callable[[str, str], str]
+Judge = Callable[[Key, Key], str]
 #: The verdicts that make an item a copy; any other verdict marks independent coverage.
 COPY_KINDS = ("duplicate", "partial")
 
 _US = 1_000_000
 _STATE_MAGIC = b"NDSTYDSK"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _iso(value_us: int | None) -> str | None:
+    if value_us is None:
+        return None
+    return (_EPOCH + dt.timedelta(microseconds=value_us)).isoformat()
 
 
 @dataclasses.dataclass(frozen=True)
-class StoryEventConfig(Config):
+class EventConfig(Config):
     """Breaking events: more than ``min_articles`` same-story articles within
     ``window_seconds`` from ``min_sources`` sources, that burst (module docs).
 
+    ``enabled``: ``False`` turns detection off.
     ``min_similarity``: story similarity (estimated cosine) of "the same story".
     ``min_links``: members among an article's neighbours needed to join an event.
     ``background_seconds`` / ``burst_ratio``: the burst test (0 seconds: off).
@@ -128,6 +141,8 @@ class StoryEventConfig(Config):
     growth_bucket_seconds: float = 3600.0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ConfigError("enabled must be a bool")
         check_range("max_figure_share", self.max_figure_share, low=0.0, high=1.0)
         check_int("min_articles", self.min_articles, low=0, high=1_000_000)
         check_range("window_seconds", self.window_seconds, low=0.0, low_open=True)
@@ -143,49 +158,99 @@ def _default_vector() -> StoryVectorConfig:
     return StoryVectorConfig()
 
 
-def _default_events() -> StoryEventConfig:
-    return StoryEventConfig()
+def _default_events() -> EventConfig:
+    return EventConfig()
 
 
 @dataclasses.dataclass(frozen=True)
 class StoryConfig(Config):
-    """The story detector: the ``vector`` config, the index ``buffer_size``, the
-    document-frequency buckets (``2**df_bucket_bits``), :meth:`StoryDesk.similar`'s defaults
-    (``similar_window_seconds`` either side of the article's date, ``similar_min_similarity``)
-    and the ``events`` rule."""
+    """The story detector.
+
+    * ``vector``: the story vector (:class:`~neardup.sketch.story.StoryVectorConfig`);
+    * ``buffer_size``: the story index's buffer of rows added out of date order;
+    * ``df_bucket_bits``: document frequencies in ``2**df_bucket_bits`` hashed buckets;
+    * ``window_seconds`` / ``min_similarity``: the one query per article -- the articles
+      stored before it dated within this many seconds of it (2 days, either side), with at
+      least this story similarity (0.15); it must cover the event window;
+    * ``similar_window_seconds``: :meth:`StoryDesk.similar` and the stream's ``similar``
+      look this many seconds either side of the article's date (7 days; 0: no window);
+    * ``events``: the event rule (:class:`EventConfig`).
+    """
 
     SCHEME = "stories"
 
     vector: StoryVectorConfig = dataclasses.field(default_factory=_default_vector)
     buffer_size: int = 4096
     df_bucket_bits: int = 22
+    window_seconds: float = 2 * 86400.0
+    min_similarity: float = 0.15
     similar_window_seconds: float = 7 * 86400.0
-    similar_min_similarity: float = 0.15
-    events: StoryEventConfig = dataclasses.field(default_factory=_default_events)
+    events: EventConfig = dataclasses.field(default_factory=_default_events)
 
     def __post_init__(self) -> None:
         if not isinstance(self.vector, StoryVectorConfig):
             raise ConfigError("vector must be a StoryVectorConfig")
-        if not isinstance(self.events, StoryEventConfig):
-            raise ConfigError("events must be a StoryEventConfig")
+        if not isinstance(self.events, EventConfig):
+            raise ConfigError("events must be an EventConfig")
         check_int("buffer_size", self.buffer_size, low=1, high=1 << 22)
         check_int("df_bucket_bits", self.df_bucket_bits, low=8, high=30)
+        check_range("window_seconds", self.window_seconds, low=0.0, low_open=True)
+        check_range("min_similarity", self.min_similarity, low=-1.0, high=1.0)
         check_range("similar_window_seconds", self.similar_window_seconds, low=0.0)
-        check_range("similar_min_similarity", self.similar_min_similarity, low=-1.0, high=1.0)
+        if self.window_seconds < self.events.window_seconds:
+            raise ConfigError(
+                f"window_seconds ({self.window_seconds}) must cover the event window "
+                f"({self.events.window_seconds})"
+            )
+        if self.min_similarity > self.events.min_similarity:
+            raise ConfigError(
+                f"min_similarity ({self.min_similarity}) must not exceed the events' "
+                f"({self.events.min_similarity})"
+            )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Neighbours:
+    """The answer of :meth:`StoryDesk.neighbours`, as arrays, most similar first: the
+    stored articles' ``keys``, their story ``similarity`` and ``dates`` (microseconds)."""
+
+    keys: npt.NDArray[Any]
+    similarity: npt.NDArray[np.float64]
+    dates: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    def first(self, n: int) -> list[StoryHit]:
+        """The first ``n`` as :class:`~neardup.index.story.StoryHit` (distance not kept: -1)."""
+        return [
+            StoryHit(k, float(s), -1, int(d))
+            for k, s, d in zip(
+                self.keys[:n].tolist(),
+                self.similarity[:n].tolist(),
+                self.dates[:n].tolist(),
+                strict=True,
+            )
+        ]
+
+
+_NO_NEIGHBOURS = Neighbours(
+    np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class StoryOutcome:
-    """What :meth:`StoryDesk.ingest` decided: whether the article has a story (``indexed``;
-    False for texts without words), its event (or ``None``), whether it ``opened`` it, the
-    events it ``merged`` into it, and the ids of earlier articles that ``joined`` with it."""
+    """What the event rule decided for one article: the ``event`` it belongs to (``None``:
+    none), the event it joined or opened before any merge (``target``), whether it
+    ``opened`` it, the events ``merged`` into ``event``, and the keys of earlier articles
+    that ``joined`` with it."""
 
-    id: str
-    indexed: bool
     event: str | None = None
+    target: str | None = None
     opened: bool = False
     merged: tuple[str, ...] = ()
-    joined: tuple[str, ...] = ()
+    joined: tuple[Key, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -194,7 +259,7 @@ class StoryItem:
     (estimated cosine), its date, and ``kind``: ``"duplicate"`` or ``"partial"`` (a copy,
     by the judge) or ``"similar"`` (independent coverage of the story)."""
 
-    id: str
+    id: Key
     similarity: float
     date_us: int | None
     kind: str
@@ -210,8 +275,10 @@ class StoryItem:
 
 @dataclasses.dataclass(slots=True)
 class _Meta:
-    """What the detector keeps of an article of the recent window or of an event."""
+    """What the detector keeps of an article counted toward events, while it can still be
+    reached (the last two windows) and for ever once it is an event's member."""
 
+    name: str
     date_us: int
     source: str | None
     title: str | None
@@ -221,17 +288,17 @@ class _Meta:
 
 @dataclasses.dataclass(slots=True)
 class StoryEvent:
-    """A breaking event's state: ``id`` (its opening article), when it opened, ``members``
-    in joining order."""
+    """A breaking event's state: ``id`` (the id of its opening article), when it opened,
+    ``members`` (keys) in joining order."""
 
     id: str
     opened_by: str
     opened_at_us: int
-    members: list[str]
+    members: list[Key]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class StoryEventArticle:
+class EventArticle:
     """An article of an event report: ``kind`` is ``"first"`` for the earliest article,
     ``"copy"`` (with ``copy_of``, the earlier member it copies, by the judge) or
     ``"independent"``; ``"unjudged"`` when the report was made without a judge."""
@@ -243,9 +310,19 @@ class StoryEventArticle:
     kind: str
     copy_of: str | None
 
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "date": _iso(self.date_us),
+            "source": self.source,
+            "title": self.title,
+            "kind": self.kind,
+            "copy_of": self.copy_of,
+        }
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class StoryEventReport:
+class EventReport:
     """A breaking event's report (seed 003's "special report").
 
     ``title``: the member title closest to the event's story (page furniture such as
@@ -261,7 +338,7 @@ class StoryEventReport:
     title: str | None
     opened_by: str
     opened_at_us: int
-    articles: tuple[StoryEventArticle, ...]
+    articles: tuple[EventArticle, ...]
     first_publisher: str | None
     sources: tuple[tuple[str, int], ...]
     growth: tuple[tuple[float, int], ...]
@@ -269,13 +346,13 @@ class StoryEventReport:
     independent: int | None
 
     def to_dict(self) -> dict[str, object]:
-        """Plain JSON-able rendering."""
+        """Plain JSON-able rendering (dates as ISO-8601 strings)."""
         return {
             "id": self.id,
             "title": self.title,
             "opened_by": self.opened_by,
-            "opened_at_us": self.opened_at_us,
-            "articles": [dataclasses.asdict(a) for a in self.articles],
+            "opened_at": _iso(self.opened_at_us),
+            "articles": [a.to_dict() for a in self.articles],
             "first_publisher": self.first_publisher,
             "sources": [{"source": s, "count": c} for s, c in self.sources],
             "growth": [{"hours": h, "count": c} for h, c in self.growth],
@@ -285,94 +362,85 @@ class StoryEventReport:
 
 
 class StoryDesk:
-    """Story index, document frequencies and breaking events over an article stream."""
+    """Story index, document frequencies and breaking events over an article stream.
 
-    def __init__(self, config: StoryConfig | None = None) -> None:
+    Keys name the articles in the index and in events: the article ids when used alone
+    (:meth:`ingest`), the store's sequence numbers in the news stream.  ``rule``: the
+    profile the text path (:meth:`ingest`, :meth:`similar` of an :class:`Article`) reads.
+    """
+
+    def __init__(self, config: StoryConfig | None = None, rule: RuleConfig | None = None) -> None:
         self.config = cfg = config or StoryConfig()
+        self.rule = rule or RuleConfig()
         self.index = StoryIndex(StoryIndexConfig(cfg.vector.bits, cfg.buffer_size))
         self.frequencies = DocumentFrequencies(cfg.df_bucket_bits)
         self._window_us = round(cfg.events.window_seconds * _US)
-        self._meta: dict[str, _Meta] = {}
-        self._member_of: dict[str, str] = {}
+        self._query_us = round(cfg.window_seconds * _US)
+        self._meta: dict[Key, _Meta] = {}
+        self._member_of: dict[Key, str] = {}
         self._events: dict[str, StoryEvent] = {}
         self._alias: dict[str, str] = {}
         # Per event: the sum of its members' story vectors, and its newest member's date.
         self._centroid: dict[str, npt.NDArray[np.float64]] = {}
         self._last: dict[str, int] = {}
         self._newest = -(1 << 62)
-        self._horizon: collections.deque[tuple[int, str]] = collections.deque()
+        self._horizon: collections.deque[tuple[int, Key]] = collections.deque()
 
     def __len__(self) -> int:
         return len(self.index)
 
-    # -- vectors ---------------------------------------------------------------------------
+    # -- vectors and the one query ---------------------------------------------------------
 
-    def vector(self, text: str) -> StoryVector:
-        """The story vector of ``text`` with the document frequencies as they are now."""
-        return story_vector(text, self.config.vector, self.frequencies)
+    def vector(self, terms: npt.NDArray[np.uint64], counts: npt.ArrayLike) -> StoryVector:
+        """The story vector of content terms (a profile's ``terms`` / ``term_counts``) with
+        the document frequencies as they are now."""
+        return story_vector(terms, counts, self.config.vector, self.frequencies)
 
-    # -- ingest ----------------------------------------------------------------------------
+    def vector_of(self, prof: Profile) -> StoryVector:
+        """The story vector of a rule profile (see :meth:`vector`)."""
+        return self.vector(prof.terms, prof.term_counts)
 
-    def ingest(self, article: Article) -> StoryOutcome:
-        """Index ``article``'s story and run the event rule (module docs), in stream order.
-
-        ``ConflictError`` when the id is already indexed with another story or date; an id
-        seen before with the same text and date is a no-op returning its current event.
-        """
-        if not isinstance(article, Article):
-            raise InputTypeError(f"ingest takes an Article, got {type(article).__name__}")
-        cfg = self.config
-        feats, tf = story_features(article.text, cfg.vector)
-        if feats.shape[0] == 0:
-            return StoryOutcome(article.id, indexed=False)
-        vec = story_vector_of_features(feats, tf, cfg.vector, self.frequencies)
-        date_us = to_us(article.date)
-        if article.id in self.index:
-            self.index.add(article.id, vec, date_us)  # raises ConflictError if it differs
-            return StoryOutcome(article.id, True, self.event_of(article.id))
-        outcome = StoryOutcome(article.id, True)
-        if (
-            date_us is not None
-            and cfg.events.enabled
-            and figure_share(article.text) <= cfg.events.max_figure_share
-        ):
-            self._remember(article, vec, date_us)
-            outcome = self._decide(article, vec, date_us)
-        self.index.add(article.id, vec, date_us)
-        self.frequencies.add(feats)
-        return outcome
-
-    def _remember(self, article: Article, vec: StoryVector, date_us: int) -> None:
-        self._meta[article.id] = _Meta(
-            date_us, article.source, article.title, vec.fingerprint, vec.values
+    def neighbours(self, vec: StoryVector, date_us: int | None) -> Neighbours:
+        """The one query of an arriving article: indexed articles dated within
+        ``window_seconds`` of ``date_us`` (either side: articles may arrive out of date
+        order) with story similarity at least ``min_similarity``, most similar first.
+        ``[]`` for an undated article or an empty vector."""
+        if date_us is None or vec.is_empty or len(self.index) == 0:
+            return _NO_NEIGHBOURS
+        span = self._query_us
+        keys, similarity, dates = self.index.within(
+            vec, date_us - span, date_us + span, min_similarity=self.config.min_similarity
         )
-        self._horizon.append((date_us, article.id))
-        if date_us > self._newest:
-            self._newest = date_us
-            self._prune()
+        return Neighbours(keys, similarity, dates)
 
-    def _prune(self) -> None:
-        # Keep what the rule can still reach: articles of the last two windows (in arrival
-        # order; a late article stays until it reaches the front) and every event member.
-        horizon = self._newest - 2 * self._window_us
-        queue = self._horizon
-        while queue and queue[0][0] < horizon:
-            _, i = queue.popleft()
-            if i not in self._member_of:
-                self._meta.pop(i, None)
+    # -- the event rule ----------------------------------------------------------------------
 
-    def _decide(self, article: Article, vec: StoryVector, t: int) -> StoryOutcome:
+    def counts(self, text: str) -> bool:
+        """Whether a text may count toward events (it is not a table of figures)."""
+        return figure_share(text) <= self.config.events.max_figure_share
+
+    def decide(
+        self,
+        name: str,
+        vec: StoryVector,
+        date_us: int | None,
+        source: str | None,
+        counted: bool,
+        hits: Neighbours,
+    ) -> StoryOutcome:
+        """The event rule (module docs) for an arriving article named ``name`` whose
+        :meth:`neighbours` are ``hits``; pure (record it with :meth:`apply`)."""
         ev = self.config.events
-        near = [
-            hit
-            for hit in self.index.nearest(
-                vec, None, t - self._window_us, t, min_similarity=ev.min_similarity
-            )
-            if str(hit.key) in self._meta  # counted toward events (dated, not a table)
-        ]
+        if not ev.enabled or date_us is None or not counted or vec.is_empty:
+            return StoryOutcome()
+        t = date_us
+        start = t - self._window_us
+        meta = self._meta
+        sel = (hits.similarity >= ev.min_similarity) & (hits.dates >= start) & (hits.dates <= t)
+        near = [k for k in hits.keys[sel].tolist() if k in meta]
         links: dict[str, int] = {}
-        for hit in near:
-            event = self._member_of.get(str(hit.key))
+        for key in near:
+            event = self._member_of.get(key)
             if event is not None:
                 links[event] = links.get(event, 0) + 1
         values = vec.values.astype(np.float64)
@@ -382,53 +450,58 @@ class StoryDesk:
             score = _cosine(values, self._centroid[event])
             if n >= ev.min_links or score >= ev.min_similarity:
                 fits.append((n, score, event))
+        joined = tuple(k for k in near if k not in self._member_of)
         if fits:
             fits.sort(key=lambda f: (-f[0], -f[1], self._events[f[2]].opened_at_us, f[2]))
-            target = fits[0][2]
-            joined = self._join(target, article.id, near)
-            merged = self._merge_near(target, t)
-            return StoryOutcome(article.id, True, target, False, merged, joined)
-        if (
+            target, opened = fits[0][2], False
+        elif (
             len(near) > ev.min_articles
-            and self._sources(article, near) >= ev.min_sources
+            and self._sources(source, name, near) >= ev.min_sources
             and self._bursts(vec, t, len(near))
         ):
-            self._events[article.id] = StoryEvent(article.id, article.id, t, [])
-            self._centroid[article.id] = np.zeros(self.config.vector.bits, dtype=np.float64)
-            self._last[article.id] = t
-            joined = self._join(article.id, article.id, near)
-            merged = self._merge_near(article.id, t)
-            return StoryOutcome(article.id, True, self.resolve(article.id), True, merged, joined)
-        return StoryOutcome(article.id, True)
+            target, opened = name, True
+        else:
+            return StoryOutcome()
+        centroid = values + sum((meta[k].values for k in joined), np.zeros_like(values))
+        if not opened:
+            centroid += self._centroid[target]
+        survivor, merged = self._merges(target, t if opened else None, centroid, t)
+        return StoryOutcome(survivor, target, opened, merged, joined)
+
+    def _merges(
+        self, target: str, opened_at: int | None, centroid: npt.NDArray[np.float64], t: int
+    ) -> tuple[str, tuple[str, ...]]:
+        """The event the grown ``target`` ends in and the events merged into it: active
+        events, oldest first, whose centroid is as similar to the (growing) merged centroid
+        as a same-story article."""
+        ev = self.config.events
+
+        def order(e: str) -> tuple[int, str]:
+            if e == target and opened_at is not None:
+                return (opened_at, e)
+            return (self._events[e].opened_at_us, e)
+
+        survivor, merged = target, []
+        for other in sorted((e for e in self._active(t) if e != target), key=order):
+            if _cosine(centroid, self._centroid[other]) >= ev.min_similarity:
+                centroid = centroid + self._centroid[other]
+                if order(other) < order(survivor):
+                    merged.append(survivor)
+                    survivor = other
+                else:
+                    merged.append(other)
+        return survivor, tuple(merged)
 
     def _active(self, t: int) -> list[str]:
         """Events with a member dated within the window before ``t``."""
         start = t - self._window_us
         return [e for e, last in self._last.items() if last >= start]
 
-    def _merge_near(self, target: str, t: int) -> tuple[str, ...]:
-        """Merge into ``target`` (or into an older event) the active events whose centroid is
-        as similar to its centroid as a same-story article: they fire on one story."""
-        ev = self.config.events
-        merged: list[str] = []
-        for other in sorted(self._active(t), key=lambda e: (self._events[e].opened_at_us, e)):
-            if other == target or other not in self._events:
-                continue
-            if _cosine(self._centroid[target], self._centroid[other]) >= ev.min_similarity:
-                first, second = sorted(
-                    (target, other), key=lambda e: (self._events[e].opened_at_us, e)
-                )
-                self._merge(first, second)
-                merged.append(second)
-                target = first
-        return tuple(merged)
-
-    def _sources(self, article: Article, near: list[StoryHit]) -> int:
-        names = {article.source or f"id:{article.id}"}
-        for hit in near:
-            meta = self._meta.get(str(hit.key))
-            source = meta.source if meta is not None else None
-            names.add(source or f"id:{hit.key}")
+    def _sources(self, source: str | None, name: str, near: list[Key]) -> int:
+        names = {source or f"id:{name}"}
+        for key in near:
+            meta = self._meta[key]
+            names.add(meta.source or f"id:{meta.name}")
         return len(names)
 
     def _bursts(self, vec: StoryVector, t: int, in_window: int) -> bool:
@@ -445,43 +518,134 @@ class StoryDesk:
         )
         return in_window >= ev.burst_ratio * len(before)
 
-    def _join(self, event: str, article_id: str, near: list[StoryHit]) -> tuple[str, ...]:
-        """Make the article and its not-yet-member neighbours members of ``event``; the
-        neighbours that joined, in order."""
-        fresh: list[str] = []
-        self._add_member(event, article_id)
-        for hit in near:
-            i = str(hit.key)
-            if i not in self._member_of and i in self._meta:
-                self._add_member(event, i)
-                fresh.append(i)
-        return tuple(fresh)
+    # -- recording -----------------------------------------------------------------------------
 
-    def _add_member(self, event: str, article_id: str) -> None:
-        meta = self._meta[article_id]
-        self._member_of[article_id] = event
-        self._events[event].members.append(article_id)
+    def add(
+        self,
+        key: Key,
+        name: str,
+        vec: StoryVector,
+        terms: npt.NDArray[np.uint64],
+        date_us: int | None,
+        *,
+        source: str | None = None,
+        title: str | None = None,
+        counted: bool = True,
+    ) -> None:
+        """Index an article's story (after :meth:`decide`) and count its terms; a dated
+        article that ``counted`` is kept for the event rule.  An empty vector is not
+        indexed (its terms are none)."""
+        if vec.is_empty:
+            return
+        if date_us is not None and counted and self.config.events.enabled:
+            self._meta[key] = _Meta(name, date_us, source, title, vec.fingerprint, vec.values)
+            self._horizon.append((date_us, key))
+            if date_us > self._newest:
+                self._newest = date_us
+                self._prune()
+        self.index.add(key, vec, date_us)
+        self.frequencies.add(terms)
+
+    def _prune(self) -> None:
+        # Keep what the rule can still reach: articles of the last two windows (in arrival
+        # order; a late article stays until it reaches the front) and every event member.
+        horizon = self._newest - 2 * self._window_us
+        queue = self._horizon
+        while queue and queue[0][0] < horizon:
+            _, k = queue.popleft()
+            if k not in self._member_of:
+                self._meta.pop(k, None)
+
+    def apply(self, key: Key, outcome: StoryOutcome) -> None:
+        """Record :meth:`decide`'s outcome for the article added under ``key``: the steps
+        :meth:`set_member` (the article first, then the joined ones) and :meth:`merge`."""
+        if outcome.target is None or outcome.event is None:
+            return
+        for member in (key, *outcome.joined):
+            self.set_member(member, outcome.target)
+        for other in outcome.merged:
+            self.merge(outcome.event, other)
+
+    def set_member(self, key: Key, event: str) -> None:
+        """Make the article ``key`` a member of ``event``; an unknown event opens, named
+        ``event`` and dated by this, its first member.  ``StoreError`` when the article
+        is not kept for events (a log that does not fit this state)."""
+        meta = self._meta.get(key)
+        if meta is None:
+            raise StoreError(f"article {key!r} joins event {event!r} but is not counted")
+        if event not in self._events:
+            self._events[event] = StoryEvent(event, event, meta.date_us, [])
+            self._centroid[event] = np.zeros(self.config.vector.bits, dtype=np.float64)
+            self._last[event] = meta.date_us
+            self._alias.pop(event, None)
+        previous = self._member_of.get(key)
+        if previous == event:
+            return
+        if previous is not None:
+            self._events[previous].members.remove(key)
+            self._centroid[previous] -= meta.values
+        self._member_of[key] = event
+        self._events[event].members.append(key)
         self._centroid[event] += meta.values
         if meta.date_us > self._last[event]:
             self._last[event] = meta.date_us
 
-    def _merge(self, target: str, other: str) -> None:
+    def merge(self, survivor: str, other: str) -> list[Key]:
+        """Merge event ``other`` into ``survivor`` (its id then resolves to it); the keys
+        moved.  ``StoreError`` for an unknown event."""
+        if survivor not in self._events or other not in self._events or survivor == other:
+            raise StoreError(f"cannot merge event {other!r} into {survivor!r}")
         moved = self._events.pop(other)
-        for i in moved.members:
-            self._member_of[i] = target
-        self._events[target].members.extend(moved.members)
-        self._centroid[target] += self._centroid.pop(other)
-        self._last[target] = max(self._last[target], self._last.pop(other))
-        self._alias[other] = target
+        for k in moved.members:
+            self._member_of[k] = survivor
+        self._events[survivor].members.extend(moved.members)
+        self._centroid[survivor] += self._centroid.pop(other)
+        self._last[survivor] = max(self._last[survivor], self._last.pop(other))
+        self._alias[other] = survivor
         for alias, to in list(self._alias.items()):
             if to == other:
-                self._alias[alias] = target
+                self._alias[alias] = survivor
+        return list(moved.members)
+
+    # -- used alone -----------------------------------------------------------------------------
+
+    def ingest(self, article: Article) -> StoryOutcome:
+        """Index ``article``'s story and run the event rule (module docs), in stream order;
+        the article's id is its key.  ``ConflictError`` when the id is already indexed with
+        another story or date; an id seen before with the same text and date is a no-op
+        returning its current event."""
+        if not isinstance(article, Article):
+            raise InputTypeError(f"ingest takes an Article, got {type(article).__name__}")
+        prof = profile(article.text, self.rule)
+        vec = self.vector_of(prof)
+        if vec.is_empty:
+            return StoryOutcome()
+        date_us = to_us(article.date)
+        if article.id in self.index:
+            self.index.add(article.id, vec, date_us)  # raises ConflictError if it differs
+            event = self.event_of(article.id)
+            return StoryOutcome(event, event)
+        counted = self.counts(article.text)
+        hits = self.neighbours(vec, date_us)
+        outcome = self.decide(article.id, vec, date_us, article.source, counted, hits)
+        self.add(
+            article.id,
+            article.id,
+            vec,
+            prof.terms,
+            date_us,
+            source=article.source,
+            title=article.title,
+            counted=counted,
+        )
+        self.apply(article.id, outcome)
+        return outcome
 
     # -- queries ---------------------------------------------------------------------------
 
-    def event_of(self, article_id: str) -> str | None:
-        """The event ``article_id`` belongs to (``None``: none; unknown ids too)."""
-        return self._member_of.get(article_id)
+    def event_of(self, key: Key) -> str | None:
+        """The event the article ``key`` belongs to (``None``: none; unknown keys too)."""
+        return self._member_of.get(key)
 
     def resolve(self, event_id: str) -> str:
         """The id an event goes by now (a merged event resolves to the one that absorbed
@@ -491,13 +655,22 @@ class StoryDesk:
             raise NotFoundError(f"no event {event_id!r}")
         return event_id
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Merged event ids and the ids they resolve to."""
+        return dict(self._alias)
+
     def events(self) -> list[StoryEvent]:
         """Every event, in opening order (date, then id)."""
         return sorted(self._events.values(), key=lambda e: (e.opened_at_us, e.id))
 
+    def event(self, event_id: str) -> StoryEvent:
+        """The event ``event_id`` resolves to (``NotFoundError`` when unknown)."""
+        return self._events[self.resolve(event_id)]
+
     def similar(
         self,
-        article: Article | str,
+        article: Article | Key,
         limit: int = 20,
         judge: Judge | None = None,
         *,
@@ -506,14 +679,14 @@ class StoryDesk:
     ) -> list[StoryItem]:
         """Other articles of ``article``'s story, most similar first, at most ``limit``.
 
-        ``article``: an :class:`Article` (its text is vectorised now, the best ranking) or
-        the id of an indexed article (ranked from its stored fingerprint; ``NotFoundError``
-        for an unknown id).  Only articles dated within ``window_seconds`` (default
-        ``similar_window_seconds``; 0: no window) of its date, or any date when it has
-        none, with story similarity at least ``min_similarity``
-        (default ``similar_min_similarity``).  Each item is marked by ``judge(article id,
-        item id)`` (module docs); without a judge every item is ``"similar"``.  Duplicates
-        of the article are listed, not dropped.  A text without words gives ``[]``.
+        ``article``: an :class:`Article` (its text is profiled now) or the key of an indexed
+        article (ranked from its stored fingerprint; ``NotFoundError`` for an unknown key).
+        Only articles dated within ``window_seconds`` (default ``similar_window_seconds``; 0:
+        no window) of its date, or any date when it has none, with story similarity at
+        least ``min_similarity`` (default: the config's).  Each item is marked by
+        ``judge(article key, item key)``; without a judge every item is ``"similar"``.
+        Duplicates of the article are listed, not dropped.  A text without content terms
+        gives ``[]``; ``limit`` outside ``[0, 1000]`` is an ``InputError``.
         """
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InputTypeError(f"limit must be an integer, got {type(limit).__name__}")
@@ -522,23 +695,26 @@ class StoryDesk:
         cfg = self.config
         window = cfg.similar_window_seconds if window_seconds is None else window_seconds
         check_range("window_seconds", window, low=0.0)
-        floor = cfg.similar_min_similarity if min_similarity is None else min_similarity
+        floor = cfg.min_similarity if min_similarity is None else min_similarity
         check_range("min_similarity", floor, low=-1.0, high=1.0)
-        query: StoryVector | Any
+        query: Any
         if isinstance(article, Article):
-            vec = self.vector(article.text)
+            vec = self.vector_of(profile(article.text, self.rule))
             if vec.is_empty or limit == 0:
                 return []
-            own, date_us, query = article.id, to_us(article.date), vec
-        elif isinstance(article, str):
+            own: Key = article.id
+            date_us, query = to_us(article.date), vec
+        elif isinstance(article, str | int) and not isinstance(article, bool):
             fp, date_us = self.index.get(article)
             own = article
+            from neardup.sketch.base import Signature
+
             query = Signature(self.index.scheme_id or cfg.vector.scheme_id, fp)
             if limit == 0:
                 return []
         else:
             raise InputTypeError(
-                f"similar takes an Article or an article id, got {type(article).__name__}"
+                f"similar takes an Article or an article key, got {type(article).__name__}"
             )
         span = round(window * _US)
         since = until = None
@@ -547,48 +723,50 @@ class StoryDesk:
         hits = self.index.nearest(query, limit, since, until, min_similarity=floor, exclude=(own,))
         items: list[StoryItem] = []
         for hit in hits:
-            key = str(hit.key)
             kind = "similar"
             if judge is not None:
-                verdict = judge(own, key)
+                verdict = judge(own, hit.key)
                 kind = verdict if verdict in COPY_KINDS else "similar"
-            items.append(StoryItem(key, hit.similarity, hit.date_us, kind))
+            items.append(StoryItem(hit.key, hit.similarity, hit.date_us, kind))
         return items
 
     # -- reports ---------------------------------------------------------------------------
 
     def report(
         self, event_id: str, judge: Judge | None = None, *, candidates: int = 3
-    ) -> StoryEventReport:
+    ) -> EventReport:
         """The report of an event (``NotFoundError`` for an unknown id; a merged id gives
-        the report of the event that absorbed it).  With a ``judge``, each member after the
-        first is compared with its ``candidates`` most story-similar earlier members (a
-        copy's source is almost always among them): the first ``duplicate``/``partial``
-        verdict marks it a copy of that member, none marks it independent."""
+        the report of the event that absorbed it).  With a ``judge`` (on keys), each member
+        after the first is compared with its ``candidates`` most story-similar earlier
+        members (a copy's source is almost always among them): the first
+        ``duplicate``/``partial`` verdict marks it a copy of that member, none marks it
+        independent."""
         check_int("candidates", candidates, low=1, high=100)
         event = self._events[self.resolve(event_id)]
-        members = sorted(event.members, key=lambda i: (self._meta[i].date_us, i))
-        metas = [self._meta[i] for i in members]
-        kinds: list[tuple[str, str | None]] = []
+        members = sorted(event.members, key=lambda k: (self._meta[k].date_us, self._meta[k].name))
+        metas = [self._meta[k] for k in members]
+        kinds: list[tuple[str, Key | None]]
         if judge is None:
             kinds = [("first", None), *[("unjudged", None)] * (len(members) - 1)]
         else:
             kinds = _copy_marks(members, metas, judge, candidates)
         articles = tuple(
-            StoryEventArticle(i, m.date_us, m.source, m.title, kind, of)
-            for i, m, (kind, of) in zip(members, metas, kinds, strict=True)
+            EventArticle(
+                m.name, m.date_us, m.source, m.title, kind, None if of is None else self._name(of)
+            )
+            for m, (kind, of) in zip(metas, kinds, strict=True)
         )
         counts: dict[str, int] = {}
         for m in metas:
             if m.source:
                 counts[m.source] = counts.get(m.source, 0) + 1
         sources = tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        first_publisher = (metas[0].source or members[0]) if members else None
+        first_publisher = (metas[0].source or metas[0].name) if metas else None
         copies = independent = None
         if judge is not None:
             copies = sum(1 for a in articles if a.kind == "copy")
             independent = sum(1 for a in articles if a.kind == "independent")
-        return StoryEventReport(
+        return EventReport(
             event.id,
             self._title(metas),
             event.opened_by,
@@ -601,21 +779,36 @@ class StoryDesk:
             independent,
         )
 
+    def title(self, event_id: str) -> str | None:
+        """The readable title of an event (as in its report)."""
+        event = self.event(event_id)
+        return self._title([self._meta[k] for k in event.members])
+
+    def sources(self, event_id: str) -> int:
+        """The number of sources of an event's articles (one per article without one)."""
+        event = self.event(event_id)
+        return len({self._meta[k].source or f"id:{self._meta[k].name}" for k in event.members})
+
+    def _name(self, key: Key) -> str:
+        return self._meta[key].name
+
     def _title(self, metas: list[_Meta]) -> str | None:
         """The member title (or title segment) whose story vector is closest to the event's
-        centroid; ``None`` when no member has a title with words."""
+        centroid; ``None`` when no member has a title with content words."""
         if not metas:
             return None
         centroid = np.mean([m.values for m in metas], axis=0).astype(np.float32)
         norm = float(np.linalg.norm(centroid))
         best: tuple[float, str] | None = None
         seen: set[str] = set()
+        # A title is one short paragraph: the rule's paragraph cue must not drop it.
+        rule = dataclasses.replace(self.rule, min_paragraph_tokens=0)
         for m in metas:
             for candidate in _title_segments(m.title):
                 if candidate in seen:
                     continue
                 seen.add(candidate)
-                vec = story_vector(candidate, self._title_config(), self.frequencies)
+                vec = self.vector_of(profile(candidate, rule))
                 if vec.is_empty or norm == 0.0:
                     continue
                 score = float(np.dot(vec.values, centroid)) / (
@@ -625,28 +818,21 @@ class StoryDesk:
                     best = (score, candidate)
         return best[1] if best is not None else None
 
-    def _title_config(self) -> StoryVectorConfig:
-        # A title is one short paragraph: the paragraph rule must not drop it.
-        return dataclasses.replace(self.config.vector, min_paragraph_words=0)
-
     # -- persistence -----------------------------------------------------------------------
 
-    def save(self, directory: str | os.PathLike[str]) -> None:
-        """Write the index, the document frequencies and the detector state to
-        ``directory`` (created if needed; each file replaced atomically)."""
-        folder = Path(directory)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create {folder}: {exc}") from exc
-        self.index.save(folder / "story.index")
-        self.frequencies.save(folder / "story.df")
-        ids = sorted(self._meta, key=lambda i: (self._meta[i].date_us, i))
-        metas = [self._meta[i] for i in ids]
-        words = self.config.vector.bits // 64
+    def state(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """``(meta, arrays)`` that :meth:`from_state` restores exactly: the story index, the
+        document frequencies and the detector's state (for :meth:`save` and for a caller's
+        checkpoint)."""
+        index_meta, index_arrays = self.index.state()
+        keys = list(self._meta)
+        metas = [self._meta[k] for k in keys]
+        words = self.config.vector.words
         meta: dict[str, Any] = {
             "config": self.config.scheme_id,
-            "ids": ids,
+            "index": index_meta,
+            "keys": keys,
+            "names": [m.name for m in metas],
             "sources": [m.source for m in metas],
             "titles": [m.title for m in metas],
             "events": [
@@ -655,8 +841,11 @@ class StoryDesk:
             ],
             "alias": self._alias,
             "newest": self._newest,
+            "horizon": [k for _, k in self._horizon],
         }
         arrays: dict[str, npt.NDArray[Any]] = {
+            **{f"index_{k}": v for k, v in index_arrays.items()},
+            **{f"df_{k}": v for k, v in self.frequencies.state().items()},
             "dates": np.array([m.date_us for m in metas], dtype=np.int64),
             "fingerprints": np.array([m.fingerprint for m in metas], dtype=np.uint64).reshape(
                 -1, words
@@ -665,25 +854,31 @@ class StoryDesk:
                 -1, self.config.vector.bits
             ),
         }
-        write_index_file(folder / "story.state", _STATE_MAGIC, meta, arrays)
+        return meta, arrays
 
     @classmethod
-    def load(
-        cls, directory: str | os.PathLike[str], config: StoryConfig | None = None
+    def from_state(
+        cls,
+        meta: dict[str, Any],
+        arrays: dict[str, npt.NDArray[Any]],
+        config: StoryConfig | None = None,
+        rule: RuleConfig | None = None,
+        where: str = "state",
     ) -> StoryDesk:
-        """Read what :meth:`save` wrote; ``StoreError`` if it is missing, damaged, or was
+        """The detector :meth:`state` described; ``StoreError`` when it is damaged or was
         made with another config."""
-        folder = Path(directory)
-        desk = cls(config)
-        meta, arrays = read_index_file(folder / "story.state", _STATE_MAGIC)
+        desk = cls(config, rule)
         if meta.get("config") != desk.config.scheme_id:
-            raise StoreError(f"{folder}: saved with another story config")
-        desk.index = StoryIndex.load(folder / "story.index")
-        desk.frequencies = DocumentFrequencies.load(folder / "story.df")
+            raise StoreError(f"{where}: saved with another story config")
         try:
-            ids = meta["ids"]
-            for n, i in enumerate(ids):
-                desk._meta[i] = _Meta(
+            index_arrays = {k[6:]: v for k, v in arrays.items() if k.startswith("index_")}
+            desk.index = StoryIndex.from_state(meta["index"], index_arrays, where)
+            desk.frequencies = DocumentFrequencies.from_state(
+                {k[3:]: v for k, v in arrays.items() if k.startswith("df_")}
+            )
+            for n, k in enumerate(meta["keys"]):
+                desk._meta[k] = _Meta(
+                    meta["names"][n],
                     int(arrays["dates"][n]),
                     meta["sources"][n],
                     meta["titles"][n],
@@ -691,27 +886,58 @@ class StoryDesk:
                     arrays["values"][n].copy(),
                 )
             for e in meta["events"]:
-                desk._events[e["id"]] = StoryEvent(e["id"], e["opened_by"], e["at"], e["members"])
+                desk._events[e["id"]] = StoryEvent(e["id"], e["opened_by"], int(e["at"]), [])
                 desk._centroid[e["id"]] = np.zeros(desk.config.vector.bits, dtype=np.float64)
                 desk._last[e["id"]] = int(e["at"])
-                members = list(e["members"])
-                desk._events[e["id"]].members = []
-                for m in members:
-                    desk._add_member(e["id"], m)
+                for m in e["members"]:
+                    desk.set_member(m, e["id"])
             desk._alias = dict(meta["alias"])
             desk._newest = int(meta["newest"])
-            desk._horizon = collections.deque(
-                (int(arrays["dates"][n]), i) for n, i in enumerate(ids)
-            )
+            desk._horizon = collections.deque((desk._meta[k].date_us, k) for k in meta["horizon"])
         except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise StoreError(f"{folder}: malformed story state: {exc}") from exc
+            raise StoreError(f"{where}: malformed story state: {exc}") from exc
         return desk
 
+    def save(self, directory: str | os.PathLike[str]) -> None:
+        """Write :meth:`state` to ``directory/story.state`` (created if needed; replaced
+        atomically)."""
+        folder = Path(directory)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {folder}: {exc}") from exc
+        meta, arrays = self.state()
+        write_index_file(folder / "story.state", _STATE_MAGIC, meta, arrays)
+
+    @classmethod
+    def load(
+        cls,
+        directory: str | os.PathLike[str],
+        config: StoryConfig | None = None,
+        rule: RuleConfig | None = None,
+    ) -> StoryDesk:
+        """Read what :meth:`save` wrote; ``StoreError`` if it is missing, damaged, or was
+        made with another config."""
+        path = Path(directory) / "story.state"
+        meta, arrays = read_index_file(path, _STATE_MAGIC)
+        return cls.from_state(meta, arrays, config, rule, str(path))
+
     def snapshot(self) -> str:
-        """A canonical JSON rendering of the events (for replay and consistency checks)."""
+        """A canonical JSON rendering of the events, the indexed stories and the document
+        frequencies (for replay and consistency checks)."""
+        counts = self.frequencies.counts
         return json.dumps(
-            [[e.id, e.opened_at_us, sorted(e.members)] for e in self.events()]
-            + [sorted(self._alias.items())],
+            {
+                "events": [[e.id, e.opened_at_us, sorted(e.members)] for e in self.events()],
+                "alias": sorted(self._alias.items()),
+                "stories": self.index.snapshot(),
+                "kept": sorted(self._meta),
+                "df": [
+                    self.frequencies.num_docs,
+                    int(counts.sum()),
+                    int(np.flatnonzero(counts).sum()),
+                ],
+            },
             sort_keys=True,
         )
 
@@ -749,14 +975,14 @@ def _title_segments(title: str | None) -> list[str]:
 
 
 def _copy_marks(
-    members: list[str], metas: list[_Meta], judge: Judge, candidates: int
-) -> list[tuple[str, str | None]]:
+    members: list[Key], metas: list[_Meta], judge: Judge, candidates: int
+) -> list[tuple[str, Key | None]]:
     fps = np.array([m.fingerprint for m in metas], dtype=np.uint64)
-    marks: list[tuple[str, str | None]] = [("first", None)]
+    marks: list[tuple[str, Key | None]] = [("first", None)]
     for n in range(1, len(members)):
         dist = np.bitwise_count(fps[:n] ^ fps[n]).sum(axis=1)
         order = np.lexsort((np.arange(n), dist))[:candidates]
-        mark: tuple[str, str | None] = ("independent", None)
+        mark: tuple[str, Key | None] = ("independent", None)
         for j in order.tolist():
             if judge(members[j], members[n]) in COPY_KINDS:
                 mark = ("copy", members[j])

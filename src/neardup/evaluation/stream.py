@@ -3,7 +3,8 @@
 :func:`evaluate_stream` ingests documents into a temporary store in date order (undated
 last, ties by id), as an aggregator would see them, then reads for each labelled pair the
 stream's verdict: the match of the later article with the earlier one in its decision, else
-in the later article's ``similar()`` list, else ``unrelated``.  It reports, per verdict
+in the later article's ``similar()`` list, else ``duplicate`` when the two are in one
+duplicate group (which ``similar()`` leaves out), else ``unrelated``.  It reports, per verdict
 (``duplicate``, ``partial``, ``similar``), precision / recall / F1 against the labels, the
 same for the rule applied to the pair directly (:func:`neardup.rule.judge`), how often the
 two agree (the stream reaches only its candidates), duplicate precision / recall / F1
@@ -62,7 +63,7 @@ def evaluate_stream(
     default with breaking events off).  ``InputError`` for an unknown label or an id of a
     pair that is not among ``docs``."""
     from neardup.api import NewsIndex
-    from neardup.detect.events import EventConfig
+    from neardup.detect.story import EventConfig, StoryConfig
     from neardup.detect.stream import Decision, StreamConfig
     from neardup.records import Article
     from neardup.rule import judge
@@ -72,7 +73,7 @@ def evaluate_stream(
         if label not in VERDICT_OF_LABEL:
             raise InputError(f"unknown label {label!r}: use one of {sorted(VERDICT_OF_LABEL)}")
         gold.append(VERDICT_OF_LABEL[label])
-    cfg = config or StreamConfig(events=EventConfig(enabled=False))
+    cfg = config or StreamConfig(stories=StoryConfig(events=EventConfig(enabled=False)))
     articles = [Article.from_mapping(d) for d in docs]
     articles.sort(key=lambda a: (a.date is None, a.date.timestamp() if a.date else 0.0, a.id))
     order = {a.id: n for n, a in enumerate(articles)}
@@ -99,8 +100,10 @@ def evaluate_stream(
             verdicts = {m.id: m.verdict for m in decision.matches}
             if first not in verdicts:
                 verdicts = {m.id: m.verdict for m in news.similar(later, 100_000)}
-            stream_v.append(verdicts.get(first, "unrelated"))
-            same.append(news.original_of(first) == news.original_of(later))
+            grouped = news.original_of(first) == news.original_of(later)
+            # One duplicate group: the stream says duplicate (similar() leaves the group out).
+            stream_v.append(verdicts.get(first, "duplicate" if grouped else "unrelated"))
+            same.append(grouped)
     agree = sum(s == r for s, r in zip(stream_v, rule_v, strict=True))
     group = ["duplicate" if g else "unrelated" for g in same]
     return {

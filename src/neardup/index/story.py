@@ -399,6 +399,38 @@ class StoryIndex:
                 break
         return hits
 
+    def within(
+        self,
+        query: StoryVector | Signature,
+        since: dt.datetime | int | None,
+        until: dt.datetime | int | None,
+        *,
+        min_similarity: float = -1.0,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.float64], I64]:
+        """Every stored story dated in ``[since, until]`` with ``similarity >=
+        min_similarity``, as arrays ``(keys, similarities, dates)``, most similar first
+        (ties by insertion order): :meth:`nearest` with ``k=None`` without a Python object
+        per hit (keys: an int64 array for integer keys, an object array for string keys;
+        undated stories only when both bounds are ``None``, with date ``-2**63``)."""
+        check_range("min_similarity", min_similarity, low=-1.0, high=1.0)
+        fp, vector = self._fingerprint(query, adopt=False)
+        lo_us, hi_us = to_us(since), to_us(until)
+        pos, score, _, codes = self._scan(fp, vector, lo_us, hi_us, min_similarity)
+        ids = np.empty(pos.shape[0], dtype=np.int64)
+        dates = np.empty(pos.shape[0], dtype=np.int64)
+        for code, run in enumerate(self._runs):
+            sel = codes == code
+            ids[sel] = run.ids[pos[sel]]
+            dates[sel] = run.dates[pos[sel]] if code != _UNDATED else _I64_MIN
+        order = np.lexsort((ids, -score))
+        ids, score, dates = ids[order], np.clip(score[order], -1.0, 1.0), dates[order]
+        if self._keys.kind == "str":
+            table = self._keys.keys
+            keys: npt.NDArray[Any] = np.array([table[i] for i in ids.tolist()], dtype=object)
+        else:
+            keys = self._keys.key_array(ids)
+        return keys, score, dates
+
     def _scan(
         self,
         fp: U64,
@@ -456,8 +488,9 @@ class StoryIndex:
 
     # -- persistence -----------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to ``path`` (compacts it first; atomic replace)."""
+    def state(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """``(meta, arrays)`` that :meth:`from_state` restores exactly (compacts first), for
+        :meth:`save` and for a caller's own checkpoint."""
         self.compact()
         n = len(self._keys)
         fps = np.zeros((n, self._words), dtype=np.uint64)
@@ -480,12 +513,13 @@ class StoryIndex:
             "dated": dated.astype(np.uint8),
             **self._keys.to_arrays(),
         }
-        write_index_file(path, _MAGIC, meta, arrays)
+        return meta, arrays
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> StoryIndex:
-        """Read an index written by :meth:`save`; ``StoreError`` if the file is not one."""
-        meta, arrays = read_index_file(path, _MAGIC)
+    def from_state(
+        cls, meta: dict[str, Any], arrays: dict[str, npt.NDArray[Any]], where: str = "state"
+    ) -> StoryIndex:
+        """The index :meth:`state` described; ``StoreError`` when the parts disagree."""
         try:
             index = cls(StoryIndexConfig(**meta["config"]))
             n = int(meta["rows"])
@@ -493,12 +527,12 @@ class StoryIndex:
             dates = arrays["dates"].astype(np.int64)
             dated = arrays["dated"].astype(np.bool_)
             keys = KeyMap.from_arrays(meta.get("key_kind"), arrays)
-        except (KeyError, TypeError, ConfigError) as exc:
-            raise StoreError(f"{path}: malformed story index metadata: {exc}") from exc
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise StoreError(f"{where}: malformed story index metadata: {exc}") from exc
         if fps.shape != (n, index._words) or dates.shape != (n,) or dated.shape != (n,):
-            raise StoreError(f"{path}: array shapes disagree with the metadata")
+            raise StoreError(f"{where}: array shapes disagree with the metadata")
         if len(keys) != n:
-            raise StoreError(f"{path}: {len(keys)} keys for {n} stories")
+            raise StoreError(f"{where}: {len(keys)} keys for {n} stories")
         index._keys = keys
         index.scheme_id = meta.get("scheme_id")
         index._reserve_ids(n)
@@ -511,3 +545,19 @@ class StoryIndex:
             index._where[run.ids[: run.n]] = code
             index._pos[run.ids[: run.n]] = np.arange(run.n, dtype=np.int64)
         return index
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index to ``path`` (compacts it first; atomic replace)."""
+        meta, arrays = self.state()
+        write_index_file(path, _MAGIC, meta, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> StoryIndex:
+        """Read an index written by :meth:`save`; ``StoreError`` if the file is not one."""
+        meta, arrays = read_index_file(path, _MAGIC)
+        return cls.from_state(meta, arrays, str(path))
+
+    def snapshot(self) -> list[tuple[Key, tuple[int, ...], int | None]]:
+        """``(key, fingerprint words, date)`` of every story, in insertion order (for
+        consistency checks)."""
+        return [(k, tuple(self.get(k)[0].tolist()), self.get(k)[1]) for k in self.keys()]

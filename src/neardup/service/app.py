@@ -960,11 +960,15 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
 
     @app.get("/v1/documents/{doc_id}/similar", tags=["documents"], summary="Similar stories")
     async def similar(doc_id: str, limit: Annotated[int, Query(ge=1)] = 10) -> Any:
-        """Stored articles on the same story, best first, each with its score."""
+        """Other coverage of the article's story, most similar first: each item has the
+        rule's ``verdict`` (``partial`` or ``duplicate``: a copy; ``similar``: written
+        independently), its scores, title, date and source.  ``duplicates`` lists the
+        article's own duplicate group (its original and copies), which ``similar`` leaves
+        out."""
         if limit > cfg.max_similar:
             raise InputTooLargeError(f"limit {limit} is over the maximum {cfg.max_similar}")
         found = await run(be().similar, check_id(doc_id), limit, light=True)
-        return {"id": doc_id, "similar": found}
+        return {"id": doc_id, **found}
 
     def do_dedup(raw: bytes) -> Response:
         refs, keys, threshold = (
@@ -1028,7 +1032,8 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
     @app.get("/v1/events", tags=["events"], summary="Breaking events")
     async def events(since: str | None = None, until: str | None = None) -> Any:
         """Events opened between ``since`` and ``until`` (ISO-8601; article dates, not the
-        wall clock), oldest first."""
+        wall clock), oldest first, each with its readable ``title``, its number of
+        ``articles`` and of ``sources``."""
         start, end = parse_date(since), parse_date(until)
         if start is not None and end is not None and start > end:
             raise InputError("since is after until")
@@ -1036,7 +1041,10 @@ def create_app(settings: ServiceSettings | None = None, backend: Backend | None 
 
     @app.get("/v1/events/{event_id}", tags=["events"], summary="One event's report")
     async def event(event_id: str) -> Any:
-        """The event's report: articles in time order, first publisher, sources, growth."""
+        """The event's report: title, articles in time order (each the first report, an
+        independent report or a copy of an earlier one), first publisher, sources, growth,
+        and how many are copies and independent reports.  A merged event's id gives the
+        report of the event it merged into."""
         return await run(be().event, check_id(event_id, "event id"), light=True)
 
     def do_origin(raw: bytes) -> Any:

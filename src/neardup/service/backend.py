@@ -78,7 +78,7 @@ class Backend(Protocol):
 
     def document(self, doc_id: str) -> dict[str, Any]: ...
 
-    def similar(self, doc_id: str, limit: int) -> list[dict[str, Any]]: ...
+    def similar(self, doc_id: str, limit: int) -> dict[str, Any]: ...
 
     def dedup(
         self, items: Sequence[tuple[str | None, str | None]], threshold: float | None
@@ -242,10 +242,24 @@ class LibraryBackend:
             "duplicates": sorted(d for d in duplicates if d != row.id),
         }
 
-    def similar(self, doc_id: str, limit: int) -> list[dict[str, Any]]:
+    def similar(self, doc_id: str, limit: int) -> dict[str, Any]:
+        """Other coverage of the story, each item with the rule's verdict and the article's
+        title, date and source, and the article's own duplicate group apart."""
         self._row(doc_id)
         found = self.index.similar(doc_id, limit)
-        return [plain(m) for m in found]
+        group = self.index.duplicates(doc_id)
+        rows = {r.id: r for r in self.store.get_many([m.id for m in found] + group)}
+
+        def described(item: dict[str, Any], doc: str) -> dict[str, Any]:
+            row = rows.get(doc)
+            if row is not None:
+                item.update(title=row.title, date=_iso_from_us(row.date_us), source=row.source)
+            return item
+
+        return {
+            "similar": [described(plain(m), m.id) for m in found],
+            "duplicates": [described({"id": d}, d) for d in group],
+        }
 
     # --- result sets (seed 000) -------------------------------------------------------------
     def _stored_signatures(self, ids: Sequence[str], scheme: str) -> list[Any]:
@@ -298,19 +312,18 @@ class LibraryBackend:
     # --- events (seed 003) ------------------------------------------------------------------
     def events(self, since: dt.datetime | None, until: dt.datetime | None) -> list[Any]:
         rows = self.index.events(since, until)
-        return [
-            {
-                "id": e.id,
-                "opened_by": e.opened_by,
-                "opened_at": _iso_from_us(e.opened_at_us),
-                "title": self._title(e.opened_by),
-            }
-            for e in rows
-        ]
-
-    def _title(self, doc_id: str) -> str | None:
-        row = self.store.get(doc_id)
-        return None if row is None else row.title
+        out = []
+        for e in rows:
+            summary = self.index.stream.event_summary(e.id)
+            out.append(
+                {
+                    "id": e.id,
+                    "opened_by": e.opened_by,
+                    "opened_at": _iso_from_us(e.opened_at_us),
+                    **summary,
+                }
+            )
+        return out
 
     def event(self, event_id: str) -> dict[str, Any]:
         report = self.index.event(event_id)
@@ -392,7 +405,7 @@ class LibraryBackend:
     def sizes(self) -> dict[str, tuple[str, float]]:
         sizes: dict[str, tuple[str, float]] = {
             "documents": ("Articles in the store.", float(self.store.count())),
-            "events": ("Breaking events in the store.", float(len(self.store.events(None, None)))),
+            "events": ("Breaking events in the store.", float(len(self.index.events()))),
             "signature_cache_entries": (
                 "Result-set signatures of stored ids held in memory.",
                 float(sum(len(c) for c in self._signatures.values())),

@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from neardup.config import Config, check_int, check_range
-from neardup.detect.events import EventConfig
+from neardup.detect.story import StoryConfig
 from neardup.errors import ConfigError
 from neardup.rule import RuleConfig
-from neardup.sketch.simhash import SimHashConfig
 
 __all__ = ["CandidateConfig", "StreamConfig"]
 
@@ -24,9 +23,9 @@ class CandidateConfig(Config):
       boilerplate and skipped (64);
     * ``max_verified``: at most this many candidates, those sharing the most fingerprints,
       are judged per article (32);
-    * ``similar_max_distance``: stored articles whose 64-bit SimHash is within this many bits
-      are judged too, for similar stories without shared passages (seed 003: "similar"
-      below 8 bits).
+    * ``story_candidates``: the stored articles most similar in story (the story index's
+      answer to the article's one query, :mod:`neardup.detect.stream.stories`) judged too,
+      for reports of the same story that share no passage (16).
     """
 
     SCHEME = "stream-candidates"
@@ -34,13 +33,13 @@ class CandidateConfig(Config):
     passage_window: int = 8
     max_postings: int = 64
     max_verified: int = 32
-    similar_max_distance: int = 7
+    story_candidates: int = 16
 
     def __post_init__(self) -> None:
         check_int("passage_window", self.passage_window, low=1, high=1024)
         check_int("max_postings", self.max_postings, low=1, high=1 << 30)
         check_int("max_verified", self.max_verified, low=1, high=100_000)
-        check_int("similar_max_distance", self.similar_max_distance, low=0, high=63)
+        check_int("story_candidates", self.story_candidates, low=0, high=100_000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +55,8 @@ class StreamConfig(Config):
     * ``store_text``: keep each article's text in the store (needed to explain a decision
       and to show passages);
     * ``max_text_chars``: longer texts are refused with ``InputTooLargeError`` (1,000,000);
-    * ``simhash``: the 64-bit fingerprint for similar stories and events (seed 003);
-    * ``events``: breaking events (:class:`~neardup.detect.events.EventConfig`);
+    * ``stories``: the story vector, its index and breaking events
+      (:class:`~neardup.detect.story.StoryConfig`; seed 003);
     * ``candidates``: where candidates come from (:class:`CandidateConfig`).
     """
 
@@ -68,8 +67,7 @@ class StreamConfig(Config):
     window_seconds: float | None = None
     store_text: bool = True
     max_text_chars: int = 1_000_000
-    simhash: SimHashConfig = dataclasses.field(default_factory=SimHashConfig)
-    events: EventConfig = dataclasses.field(default_factory=EventConfig)
+    stories: StoryConfig = dataclasses.field(default_factory=StoryConfig)
     candidates: CandidateConfig = dataclasses.field(default_factory=CandidateConfig)
 
     def __post_init__(self) -> None:
@@ -81,11 +79,7 @@ class StreamConfig(Config):
         if not isinstance(self.store_text, bool):
             raise ConfigError("store_text must be a bool")
         check_int("max_text_chars", self.max_text_chars, low=1)
-        if not isinstance(self.simhash, SimHashConfig) or self.simhash.bits != 64:
-            raise ConfigError("simhash must be a 64-bit SimHashConfig")
-        if not isinstance(self.events, EventConfig):
-            raise ConfigError("events must be an EventConfig")
-        if self.events.max_distance > 63:
-            raise ConfigError("events.max_distance must be < 64")
+        if not isinstance(self.stories, StoryConfig):
+            raise ConfigError(f"stories must be a StoryConfig, got {type(self.stories).__name__}")
         if not isinstance(self.candidates, CandidateConfig):
             raise ConfigError("candidates must be a CandidateConfig")

@@ -4,10 +4,11 @@ For every ingested article (seed 002's candidates -> verification; seed 003's st
 
 1. **Profile** the text once (:func:`neardup.rule.profile`) and fingerprint it: the winnowed
    hashes of its prose shingles (:func:`~neardup.detect.stream.candidates.
-   passage_fingerprints`) and its 64-bit SimHash (seed 003).
-2. **Candidates**: stored articles sharing a passage fingerprint, and those within
-   ``similar_max_distance`` SimHash bits (:mod:`neardup.detect.stream.candidates`), best
-   first, at most ``max_verified``, optionally only those dated within ``window_seconds``.
+   passage_fingerprints`) and its story vector, made from the profile's content terms
+   (:mod:`neardup.detect.stream.stories`; seed 003).
+2. **Candidates**: stored articles sharing a passage fingerprint, and the nearest stories
+   of the last ``stories.window_seconds`` (:mod:`neardup.detect.stream.candidates`),
+   optionally only those dated within ``window_seconds``.
 3. **Judge** each candidate with the one rule (:func:`neardup.rule.decide`): ``duplicate``,
    ``partial``, ``similar`` or ``unrelated`` (dropped).
 4. **Decide**: the status is the strongest verdict (``duplicate`` > ``partial`` >
@@ -60,8 +61,8 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup.config import check_int
-from neardup.detect.events import EventReport, build_report
-from neardup.detect.stream.candidates import Candidate, passage_fingerprints
+from neardup.detect.story import EventReport, figure_share
+from neardup.detect.stream.candidates import passage_fingerprints
 from neardup.detect.stream.config import StreamConfig
 from neardup.detect.stream.records import Decision, Match
 from neardup.detect.stream.state import StreamState
@@ -75,10 +76,10 @@ from neardup.errors import (
     SchemeMismatchError,
     StateFileError,
 )
+from neardup.index.story import StoryHit
 from neardup.records import Article, text_hash
 from neardup.rule import Profile, Verdict, decide, judge, pair_features, profile
 from neardup.rule.bounds import screen
-from neardup.sketch.simhash import sign_simhash
 from neardup.store import ArticleRow, EventRow, Store
 
 __all__ = ["NewsStream", "text_hash"]
@@ -104,14 +105,15 @@ class _Stored:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Prepared:
-    """An article validated and profiled outside the write transaction."""
+    """An article validated and profiled outside the write transaction (its story vector
+    is made inside: it depends on the articles stored before it)."""
 
     article: Article
     text_hash: str
     date_us: int | None
-    fingerprint: int
     profile: Profile
     passages: npt.NDArray[np.uint64]
+    counted: bool
 
 
 def _date_us(article: Article) -> int | None:
@@ -147,8 +149,12 @@ class NewsStream:
         check_int("checkpoint_every", checkpoint_every, low=1)
         self.checkpoint_path = None if checkpoint_path is None else Path(checkpoint_path)
         self.checkpoint_every = checkpoint_every
+        stories = self.config.stories
         self._schemes = json.dumps(
-            {"simhash": self.config.simhash.scheme_id, "profile": self.config.rule.profile_id},
+            {
+                "story": f"{stories.vector.scheme_id};df={stories.df_bucket_bits}",
+                "profile": self.config.rule.profile_id,
+            },
             sort_keys=True,
         )
         self._init_meta()
@@ -208,18 +214,20 @@ class NewsStream:
         fresh = StreamState(self.config)
         fresh.catch_up(self.store)
         errors: list[str] = []
-        (live_fps, live_keys), live_events = self._state.snapshot()
-        (fresh_fps, fresh_keys), fresh_events = fresh.snapshot()
-        if live_fps != fresh_fps:
-            errors.append(
-                f"fingerprint index differs: {len(live_fps)} live vs {len(fresh_fps)} rebuilt"
-            )
+        live_keys, live_stories = self._state.snapshot()
+        fresh_keys, fresh_stories = fresh.snapshot()
         if live_keys != fresh_keys:
             errors.append(
                 f"passage index differs: {len(live_keys)} live vs {len(fresh_keys)} rebuilt"
             )
-        if live_events != fresh_events:
-            errors.append("event window differs from the store")
+        if live_stories != fresh_stories:
+            errors.append("story state (index, document frequencies or events) differs")
+        stored_events = {e.id for e in self.store.events(None, None)}
+        live_events = {e.id for e in fresh.stories.desk.events()} | fresh.stories.merged_ids()
+        if self.config.stories.events.enabled and stored_events != live_events:
+            errors.append(
+                f"the store holds {len(stored_events)} events, log replay gives {len(live_events)}"
+            )
         stored = {a.seq for a in self.store.iter_articles()}
         if stored != set(fresh_keys):
             errors.append(
@@ -248,10 +256,9 @@ class NewsStream:
         prof = profile(text, self.config.rule)
         if not prof.tokens:
             raise InputError(f"article {article.id!r} has no words to compare")
-        simhash = sign_simhash(text, self.config.simhash)
-        fingerprint = int(simhash.values[0]) if len(simhash) else 0
         passages = passage_fingerprints(prof, self.config.candidates.passage_window)
-        return _Prepared(article, text_hash(text), _date_us(article), fingerprint, prof, passages)
+        counted = figure_share(text) <= self.config.stories.events.max_figure_share
+        return _Prepared(article, text_hash(text), _date_us(article), prof, passages, counted)
 
     def ingest(self, article: Article | Mapping[str, Any]) -> Decision:
         """Decide and store one article (durable when this returns).  Raises on bad input."""
@@ -304,7 +311,12 @@ class NewsStream:
             if existing.text_hash != p.text_hash:
                 raise ConflictError(f"article {art.id!r} was already ingested with different text")
             return Decision.from_json(existing.decision, replayed=True)
-        matches = self._judge(p.profile, p.passages, p.fingerprint, p.date_us, exclude=-1)
+        stories = self._state.stories
+        vec = stories.vector(p.profile)
+        fingerprint = int(vec.fingerprint[0])
+        hits = stories.neighbours(vec, p.date_us)
+        story = hits.first(self.config.candidates.story_candidates)
+        matches = self._judge(p.profile, p.passages, fingerprint, p.date_us, story, exclude=-1)
         dup_ids = [m.id for m in matches if m.verdict == "duplicate"]
         groups = self._joinable(p.profile, matches, dup_ids)
         status, original, duplicate_of = "new", None, None
@@ -324,10 +336,9 @@ class NewsStream:
             status, duplicate_of = "duplicate", dup_ids[0]
         elif matches:
             status = matches[0].verdict
-        linked = sorted({g.event for g in groups if g.event})
         similar = tuple(m for m in matches if m.verdict != "duplicate")[: cfg.similar_limit]
         duplicates = tuple(m for m in matches if m.verdict == "duplicate")
-        outcome = self._state.events.decide(art.id, p.date_us, p.fingerprint, linked)
+        outcome = stories.decide(art.id, vec, p.date_us, art.source, p.counted, hits)
         decision = Decision(
             id=art.id,
             status=status,
@@ -352,23 +363,27 @@ class NewsStream:
                 status=status,
                 original=original,
                 event=outcome.event,
-                fingerprint=p.fingerprint,
+                fingerprint=fingerprint,
                 signature=p.profile.to_bytes(),
                 decision=decision.to_json(),
             )
         )
-        self._log(seq, "add", "1")
-        self._state.indexes.add(seq, p.fingerprint, p.passages)
-        self._remember(_Stored(seq, art.id, p.date_us, p.fingerprint, p.profile))
-        self._state.events.add(seq, p.date_us, p.fingerprint, None)
-        if outcome.event is not None:
-            if outcome.opened and p.date_us is not None:
-                self.store.insert_event(EventRow(art.id, art.id, p.date_us, seq))
-            members = (*outcome.joined, seq)
-            self.store.set_event(members, outcome.event)
-            self._state.events.set_event(members, outcome.event)
-            for member in members:
-                self._log(member, "event", outcome.event)
+        self._log(seq, "add", "1" if p.counted else "0")
+        self._state.indexes.add(seq, p.passages)
+        self._remember(_Stored(seq, art.id, p.date_us, fingerprint, p.profile))
+        stories.record(
+            self.store,
+            self._log,
+            seq,
+            art.id,
+            vec,
+            p.profile,
+            p.date_us,
+            source=art.source,
+            title=art.title,
+            counted=p.counted,
+            outcome=outcome,
+        )
         return decision
 
     def _joinable(
@@ -423,19 +438,22 @@ class NewsStream:
         passages: npt.NDArray[np.uint64],
         fingerprint: int,
         date_us: int | None,
+        story: Sequence[StoryHit],
         *,
         exclude: int,
         since_us: int | None = None,
         until_us: int | None = None,
         limit: int | None = None,
+        story_limit: int | None = None,
     ) -> list[Match]:
-        """Matches of an article with its candidates, best first.
+        """Matches of an article with its candidates (passages, and the first
+        ``story_limit`` of its ``story`` neighbours), best first.
 
         Every candidate is screened in one compiled pass (shared shingles, cosine); those
         whose bounds leave no copy verdict possible are decided by the cosine alone
         (:mod:`neardup.rule.bounds`: the rule's own verdict), and only the ``limit`` best of
         those similar ones get their exact features.  The others are judged in full."""
-        candidates = self._state.indexes.query(fingerprint, passages, exclude)
+        candidates = self._state.indexes.query(passages, story, exclude, story_limit)
         if not candidates:
             return []
         stored = self._stored([c.seq for c in candidates])
@@ -461,18 +479,18 @@ class NewsStream:
         similar_only.sort(
             key=lambda i: (
                 -round(screened.cosine[i], 6),
-                _distance(kept[i][0], kept[i][1], fingerprint),
+                _distance(kept[i][1], fingerprint),
                 kept[i][1].id,
             )
         )
         full = [i for i in range(len(kept)) if screened.copy_possible[i]]
         matches: list[Match] = []
         for i in sorted(full + similar_only[:limit]):
-            c, s = kept[i]
+            _, s = kept[i]
             features = pair_features(prof, s.profile, rule.width)
             label, score, _ = decide(features, rule)
             if label != "unrelated":
-                matches.append(_match(s, label, score, features, fingerprint, c))
+                matches.append(_match(s, label, score, features, fingerprint))
         matches.sort(key=lambda m: (_RANK[m.verdict], -m.score, m.distance, m.id))
         return matches
 
@@ -535,25 +553,66 @@ class NewsStream:
         since_us: int | None = None,
         until_us: int | None = None,
     ) -> list[Match]:
-        """Stored articles related to a stored article, best first: its duplicates, partial
-        copies and similar stories, each with the rule's verdict (itself excluded),
-        optionally only those dated in ``[since, until)``."""
-        check_int("limit", limit, low=0, high=100_000)
+        """Other coverage of a stored article's story, most similar story first (the exact
+        TF-IDF cosine of the two profiles' content terms -- the story vector before its
+        projection -- with today's document frequencies), each with the rule's verdict:
+        partial copies,
+        independent reports of the same story (``similar``) and duplicates outside the
+        article's own duplicate group (at most ``limit``).  The articles of its own group
+        are :meth:`duplicates`, not repeated here.
+
+        Candidates: the stored articles sharing a passage with it and its
+        ``max(2 * limit, story_candidates)`` nearest stories dated within
+        ``stories.similar_window_seconds`` either side of it (every date for an undated
+        article), optionally only those dated in ``[since, until)``; the rule decides.
+        ``NotFoundError`` for an unknown id, ``InputError`` for ``limit`` outside
+        ``[0, 100000]``; ``limit`` 0 gives ``[]``."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InputTypeError(f"limit must be an integer, got {type(limit).__name__}")
+        if not 0 <= limit <= 100_000:
+            raise InputError(f"limit must be in [0, 100000], got {limit}")
         self._catch_up()
         row = self.get(article_id)
+        if limit == 0:
+            return []
         prof = self._stored([row.seq])[row.seq].profile
         passages = passage_fingerprints(prof, self.config.candidates.passage_window)
-        matches = self._judge(
-            prof,
-            passages,
-            row.fingerprint,
-            row.date_us,
-            exclude=row.seq,
-            since_us=since_us,
-            until_us=until_us,
-            limit=limit,
-        )
-        return matches[:limit]
+        k = max(2 * limit, self.config.candidates.story_candidates)
+        stories = self._state.stories
+        hits = stories.similar_hits(row.seq, prof, row.date_us, k)
+        group = set(self.duplicates(article_id))
+        candidates = self._state.indexes.query(passages, hits, row.seq, len(hits))
+        stored = self._stored([c.seq for c in candidates])
+        window = self.config.window_seconds
+        window_us = None if window is None else round(window * _US)
+        kept = [
+            stored[c.seq]
+            for c in candidates
+            if c.seq in stored
+            and stored[c.seq].id not in group
+            and _in_time(stored[c.seq].date_us, row.date_us, window_us, since_us, until_us)
+        ]
+        if not kept:
+            return []
+        rule = self.config.rule
+        screened = screen(prof, [s.profile for s in kept], rule)
+        related = [
+            s
+            for i, s in enumerate(kept)
+            if screened.copy_possible[i] or screened.cosine[i] >= rule.similar_min_cosine
+        ]
+        closeness = stories.closeness(prof, [s.profile for s in related])
+        ranked = sorted(range(len(related)), key=lambda i: (-closeness[i], related[i].id))
+        out: list[Match] = []
+        for i in ranked:  # exact features only for what is listed
+            s = related[i]
+            features = pair_features(prof, s.profile, rule.width)
+            label, score, _ = decide(features, rule)
+            if label != "unrelated":
+                out.append(_match(s, label, score, features, row.fingerprint))
+                if len(out) == limit:
+                    break
+        return out
 
     def explain(self, a_id: str, b_id: str) -> Verdict:
         """The rule's verdict on two stored articles, with the clauses and the shared passages
@@ -564,24 +623,38 @@ class NewsStream:
         return judge(a.text, b.text, self.config.rule, explain=True)
 
     def events(self, since_us: int | None = None, until_us: int | None = None) -> list[EventRow]:
-        """Events opened in ``[since, until)`` by article date, in opening order."""
-        return self.store.events(since_us, until_us)
+        """Events opened in ``[since, until)`` by article date, in opening order (events
+        merged into others left out: their ids resolve to the survivor in :meth:`event`)."""
+        self._catch_up()
+        merged = self._state.stories.merged_ids()
+        return [e for e in self.store.events(since_us, until_us) if e.id not in merged]
 
     def event(self, event_id: str) -> EventReport:
-        """The report of one event; ``NotFoundError`` when unknown."""
-        row = self.store.get_event(event_id)
-        if row is None:
-            raise NotFoundError(f"event {event_id!r} is not in the store")
-        articles = [
-            (a.id, a.date_us, a.source, a.title) for a in self.store.event_articles(event_id)
-        ]
-        return build_report(
-            row.id,
-            row.opened_by,
-            row.opened_at_us,
-            articles,
-            self.config.events.growth_bucket_seconds,
-        )
+        """The report of one event (a merged event's id gives the survivor's report), its
+        members judged for copies; ``NotFoundError`` when unknown."""
+        self._catch_up()
+        stories = self._state.stories
+        try:
+            resolved = stories.resolve(event_id)
+        except NotFoundError:
+            raise NotFoundError(f"event {event_id!r} is not in the store") from None
+        return stories.report(resolved, self._verdict_of_seqs)
+
+    def event_summary(self, event_id: str) -> dict[str, Any]:
+        """An event's readable ``title``, its number of ``articles`` and of ``sources``
+        (what an event list shows, without judging copies); ``NotFoundError`` if unknown."""
+        self._catch_up()
+        try:
+            return self._state.stories.summary(event_id)
+        except NotFoundError:
+            raise NotFoundError(f"event {event_id!r} is not in the store") from None
+
+    def _verdict_of_seqs(self, a: object, b: object) -> str:
+        """The rule's label for two stored articles given by seq."""
+        sa, sb = int(a), int(b)  # type: ignore[call-overload]
+        stored = self._stored([sa, sb])
+        rule = self.config.rule
+        return decide(pair_features(stored[sa].profile, stored[sb].profile, rule.width), rule)[0]
 
     def __len__(self) -> int:
         return self.store.count()
@@ -616,15 +689,14 @@ def _in_time(
     return until_us is None or stored < until_us
 
 
-def _distance(c: Candidate, s: _Stored, fingerprint: int) -> int:
-    """SimHash distance of a candidate (known when it came from the fingerprint index)."""
-    return c.distance if c.distance is not None else (s.fingerprint ^ fingerprint).bit_count()
+def _distance(s: _Stored, fingerprint: int) -> int:
+    """Hamming distance of the first 64 bits of the two story SimHashes (the stored
+    ``fingerprint``)."""
+    return (s.fingerprint ^ fingerprint).bit_count()
 
 
-def _match(
-    s: _Stored, label: str, score: float, features: Any, fingerprint: int, c: Candidate
-) -> Match:
-    distance = _distance(c, s, fingerprint)
+def _match(s: _Stored, label: str, score: float, features: Any, fingerprint: int) -> Match:
+    distance = _distance(s, fingerprint)
     return Match(
         id=s.id,
         verdict=label,

@@ -1,17 +1,19 @@
 """The stream's in-memory state, rebuilt from the store: log replay and checkpoints.
 
 The store is the single source of truth.  Every article added is also appended to the
-store's ordered log (``add``; ``event`` when it joins a breaking event), so a process
-rebuilds its candidate indexes and event window by replaying the log, and catches up with
-what other processes wrote by replaying the entries after the last one it applied.  A
-checkpoint saves the rebuilt state, pinned to the store's history by a
-:class:`~neardup.store.checkpoint.LogMark` (the store's identity, the last log entry applied
-and the transaction that wrote it), through :mod:`neardup.store.checkpoint` (atomic writes
-under a unique temporary name, a digest checked on every read).  It is only a speed-up: a
-checkpoint that is damaged, made with another configuration or not made from this store's
-own history (a restored backup, another machine's file) is refused with a
-:class:`~neardup.errors.StateFileError` and the state is rebuilt from the log
-(``stats["checkpoint_error"]`` says why).
+store's ordered log (``add``; ``event`` when it joins a breaking event, ``merge`` when two
+events merge: :mod:`neardup.detect.stream.stories`), so a process rebuilds its passage index
+and its story state (index, document frequencies, events) by replaying the log, and catches
+up with what other processes wrote by replaying the entries after the last one it applied.
+Story vectors are made again from the stored profiles' terms, with the document frequencies
+of the entries before them: the same vectors as at ingest.  A checkpoint saves the rebuilt
+state, pinned to the store's history by a :class:`~neardup.store.checkpoint.LogMark` (the
+store's identity, the last log entry applied and the transaction that wrote it), through
+:mod:`neardup.store.checkpoint` (atomic writes under a unique temporary name, a digest
+checked on every read).  It is only a speed-up: a checkpoint that is damaged, made with
+another configuration or not made from this store's own history (a restored backup,
+another machine's file) is refused with a :class:`~neardup.errors.StateFileError` and the
+state is rebuilt from the log (``stats["checkpoint_error"]`` says why).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from neardup.detect.events import EventDetector
 from neardup.detect.stream.candidates import CandidateIndexes, passage_fingerprints
 from neardup.detect.stream.config import StreamConfig
+from neardup.detect.stream.stories import StreamStories
 from neardup.errors import StateFileError, StoreError
 from neardup.rule import Profile
 from neardup.store import LogEntry, Store
@@ -30,17 +32,17 @@ from neardup.store.checkpoint import LogMark, check_mark, read_state, write_stat
 
 __all__ = ["StreamState"]
 
-_CHECKPOINT_VERSION = 2
+_CHECKPOINT_VERSION = 3
 _CHECKPOINT_KIND = "stream-checkpoint"  # what a stream's state file holds
 
 
 class StreamState:
-    """Candidate indexes and event window of a stream, with the log position they reflect."""
+    """Passage index and story state of a stream, with the log position they reflect."""
 
     def __init__(self, config: StreamConfig) -> None:
         self.config = config
         self.indexes = CandidateIndexes(config.candidates)
-        self.events = EventDetector(config.events)
+        self.stories = StreamStories(config.stories, config.rule)
         self.log_seq = 0
 
     # --- replay ---------------------------------------------------------------------------
@@ -55,33 +57,35 @@ class StreamState:
             applied += len(entries)
 
     def apply(self, store: Store, entries: Sequence[LogEntry]) -> None:
-        """Apply log entries in order (stored rows read in batches for their profiles)."""
+        """Apply log entries in order (stored rows read in batches for their profiles; the
+        pending ``add`` entries are applied before an ``event`` or ``merge`` entry)."""
         window = self.config.candidates.passage_window
         scheme = self.config.rule.profile_id
-        pending: list[int] = []
+        pending: list[tuple[int, bool]] = []
 
         def flush() -> None:
             if not pending:
                 return
-            rows = store.get_many_by_seq(pending)
+            rows = store.get_many_by_seq([seq for seq, _ in pending])
             if len(rows) != len(pending):
                 raise StoreError("the store's log names articles that are not in the store")
-            self.indexes.add_many(
-                [r.seq for r in rows],
-                [r.fingerprint for r in rows],
-                [
-                    passage_fingerprints(Profile.from_bytes(r.signature, scheme_id=scheme), window)
-                    for r in rows
-                ],
-            )
+            for row, (_, counted) in zip(rows, pending, strict=True):
+                prof = Profile.from_bytes(row.signature, scheme_id=scheme)
+                self.indexes.add(row.seq, passage_fingerprints(prof, window))
+                self.stories.replay_add(
+                    row.seq, row.id, prof, row.date_us, row.source, row.title, counted
+                )
             pending.clear()
 
         for e in entries:
             if e.op == "add":
-                pending.append(e.article_seq)
-                self.events.add(e.article_seq, e.date_us, e.fingerprint, None)
+                pending.append((e.article_seq, e.arg != "0"))
             elif e.op == "event":
-                self.events.set_event([e.article_seq], e.arg)
+                flush()
+                self.stories.replay_event(e.article_seq, e.arg)
+            elif e.op == "merge":
+                flush()
+                self.stories.replay_merge(e.arg)
             else:
                 raise StoreError(f"store log entry {e.seq} has unknown op {e.op!r}")
             self.log_seq = e.seq
@@ -93,14 +97,14 @@ class StreamState:
         return {
             "version": _CHECKPOINT_VERSION,
             "schemes": schemes,
-            "events": self.config.events.scheme_id,
+            "stories": self.config.stories.scheme_id,
             "candidates": self.config.candidates.scheme_id,
         }
 
     def save(self, store: Store, path: Path, identity: dict[str, Any]) -> Path:
         """Write the state to ``path`` (atomic, pinned to the store's log)."""
         meta = {**identity, "mark": LogMark.of(store, self.log_seq).to_dict()}
-        arrays = {**self.indexes.state(), **self.events.state()}
+        arrays = {**self.indexes.state(), **self.stories.state()}
         write_state(path, _CHECKPOINT_KIND, meta, arrays)
         return path
 
@@ -121,10 +125,10 @@ class StreamState:
         except StateFileError as exc:
             raise StateFileError(f"checkpoint {path} is stale: {exc}") from exc
         self.indexes.load_state(arrays)
-        self.events.load_state(arrays)
+        self.stories.load_state(arrays)
         self.log_seq = mark.log_seq
         return True
 
     def snapshot(self) -> Any:
         """Comparable contents, for :meth:`NewsStream.consistency_errors`."""
-        return self.indexes.snapshot(), self.events.snapshot()
+        return self.indexes.snapshot(), self.stories.snapshot()

@@ -93,8 +93,8 @@ function renderArticles() {
     stored ? "No article matches the filter." : "No articles stored yet: paste or import some.");
 }
 
-// The sidebar shows each event's article count from its report, the same report the event
-// view shows: the two counts cannot disagree.
+// The sidebar shows each event's readable title and article count as the service lists
+// them: the same members the event view's report shows, so the two counts agree.
 const EVENTS_LISTED = 30;
 
 async function loadSidebar() {
@@ -105,14 +105,11 @@ async function loadSidebar() {
     renderArticles();
     const all = (await api("/v1/events")).events;
     const events = all.slice(-EVENTS_LISTED).reverse();  // the latest first
-    const reports = await Promise.allSettled(events.map((e) => api(`/v1/events/${encodeURIComponent(e.id)}`)));
-    fill($("events"), events, (e, i) => {
-      const report = reports[i].status === "fulfilled" ? reports[i].value : null;
-      const size = report ? ` · ${plural(report.articles.length, "article")}` : "";
-      return el("li", {},
-        el("a", { href: `#event=${encodeURIComponent(e.id)}`, "data-id": e.id }, e.title || `Event ${e.id}`),
-        el("small", { className: "event-size" }, `opened ${day(e.opened_at)}${size}`));
-    }, "No breaking events yet.");
+    fill($("events"), events, (e) => el("li", {},
+      el("a", { href: `#event=${encodeURIComponent(e.id)}`, "data-id": e.id }, e.title || `Event ${e.id}`),
+      el("small", { className: "event-size" },
+        `opened ${day(e.opened_at)} · ${plural(e.articles, "article")} · ${plural(e.sources, "source")}`)),
+    "No breaking events yet.");
     if (all.length > events.length) $("events").append(el("li", { className: "empty" }, `the latest ${events.length} of ${all.length}`));
     $("health").textContent = `${plural(stored, "article")} stored · ${plural(all.length, "breaking event")}`;
     $("welcome").hidden = stored > 0 || !$("view").hidden || !$("event-view").hidden;
@@ -209,23 +206,37 @@ async function showDocument(id) {
     .filter((part) => part !== null));
   $("view-text").textContent = doc.text || "";
   $("view-summary").textContent = "";
-  const dups = [];
-  if (doc.original && doc.original !== doc.id) dups.push({ id: doc.original, note: "original of this article" });
-  for (const member of doc.duplicates || []) if (member !== doc.id) dups.push({ id: member, note: "duplicate of this article" });
-  fill($("view-dups"), dups, (d) => el("li", {}, articleLink(d.id), el("small", {}, d.note)), "No duplicates.");
+  fill($("view-dups"), [], () => null, "Loading…");
   fill($("view-similar"), [], () => null, "Loading…");
   fill($("view-origins"), [], () => null, "Loading…");
   const [origin, similar] = await Promise.allSettled([
     api("/v1/origin", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: doc.id }) }),
-    api(`/v1/documents/${encodeURIComponent(doc.id)}/similar?limit=10`),
+    api(`/v1/documents/${encodeURIComponent(doc.id)}/similar?limit=20`),
   ]);
   if (origin.status === "fulfilled") await showOrigin(origin.value, doc.text || "", doc.id);
   else fill($("view-origins"), [], () => null, `Origins unavailable: ${origin.reason.message}`);
-  if (similar.status === "fulfilled") {
-    fill($("view-similar"), similar.value.similar, (s) => el("li", {}, articleLink(s.id),
-      el("small", {}, `score ${Number(s.score).toFixed(2)}${s.distance !== undefined ? ` · distance ${s.distance}` : ""}`)),
-      "No similar stories.");
-  } else fill($("view-similar"), [], () => null, `Unavailable: ${similar.reason.message}`);
+  if (similar.status === "fulfilled") showCoverage(doc, similar.value);
+  else {
+    fill($("view-dups"), [], () => null, `Unavailable: ${similar.reason.message}`);
+    fill($("view-similar"), [], () => null, `Unavailable: ${similar.reason.message}`);
+  }
+}
+
+// Copies (the article's duplicate group, and partial or duplicate copies outside it) apart
+// from more coverage: the same story written independently by other outlets.
+function showCoverage(doc, answer) {
+  const described = (item) => [item.source, day(item.date)].filter(Boolean).join(" · ");
+  const copies = (answer.duplicates || []).map((d) => ({ ...d,
+    note: d.id === doc.original ? "original of this article" : "duplicate of this article" }));
+  for (const item of answer.similar) {
+    if (item.verdict !== "similar") copies.push({ ...item, note: `${item.verdict} copy` });
+  }
+  fill($("view-dups"), copies, (d) => el("li", { className: "copy" }, articleLink(d.id, d.title || d.id),
+    el("small", {}, [d.note, described(d)].filter(Boolean).join(" · "))), "No copies.");
+  const coverage = answer.similar.filter((item) => item.verdict === "similar");
+  fill($("view-similar"), coverage, (s) => el("li", { className: "coverage" }, articleLink(s.id, s.title || s.id),
+    el("small", {}, [described(s), `similarity ${Number(s.score).toFixed(2)}`].filter(Boolean).join(" · "))),
+    "No other coverage of this story.");
 }
 
 async function tracePasted(event) {
@@ -250,6 +261,7 @@ function describeDecision(d) {
   if (d.status === "duplicate") return `a duplicate of ${d.duplicate_of}`;
   if (d.status === "partial") return `new, with passages copied from ${d.similar.filter((s) => s.verdict === "partial").map((s) => s.id).join(", ")}`;
   if (d.status === "similar") return `new, similar to ${d.similar.map((s) => s.id).join(", ")}`;
+  if (d.status === "partial") return `new, with passages copied from ${d.similar.filter((s) => s.verdict === "partial").map((s) => s.id).join(", ")}`;
   return "new";
 }
 
@@ -359,9 +371,9 @@ async function showEvent(id) {
   try { report = await api(`/v1/events/${encodeURIComponent(id)}`); }
   catch (error) { showError(`Event ${id}: ${error.message}`); return; }
   $("event-view").hidden = false;
-  const first = report.articles && report.articles.length ? report.articles[0] : null;
-  $("event-title").textContent = `Breaking event ${report.id}${first && first.title ? ": " + first.title : ""}`;
-  $("event-meta").textContent = `opened ${day(report.opened_at)} by ${report.opened_by} · ${plural(report.articles.length, "article")} · first publisher ${report.first_publisher || "unknown"}`
+  $("event-title").textContent = report.title || `Breaking event ${report.id}`;
+  const split = report.copies === null ? "" : ` · ${plural(report.independent + 1, "independent report")}, ${report.copies} ${report.copies === 1 ? "copy" : "copies"}`;
+  $("event-meta").textContent = `opened ${day(report.opened_at)} by ${report.opened_by} · ${plural(report.articles.length, "article")}${split} · first publisher ${report.first_publisher || "unknown"}`
     + (report.sources && report.sources.length ? ` · sources: ${report.sources.map((s) => `${s.source} (${s.count})`).join(", ")}` : "");
   const growth = $("event-growth");
   growth.replaceChildren();
@@ -372,9 +384,11 @@ async function showEvent(id) {
     growth.append(el("div", { style: `height:${Math.max(4, Math.round(80 * p.count / top))}px`, title: `${p.count} articles after ${p.hours} h (+${p.count - previous})` }));
     previous = p.count;
   }
-  fill($("event-articles"), report.articles, (a) => el("li", {},
+  const kind = (a) => a.kind === "copy" ? el("span", { className: "kind copy" }, "copy of ", articleLink(a.copy_of))
+    : el("span", { className: `kind ${a.kind}` }, a.kind === "first" ? "first report" : a.kind);
+  fill($("event-articles"), report.articles, (a) => el("li", { className: a.kind },
     el("span", { className: "when" }, day(a.date)), " ", articleLink(a.id, a.title || a.id),
-    a.source ? el("span", { className: "source" }, ` · ${a.source}`) : null), "No articles.");
+    a.source ? el("span", { className: "source" }, ` · ${a.source}`) : null, " ", kind(a)), "No articles.");
 }
 
 function route() {
