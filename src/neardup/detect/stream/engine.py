@@ -19,8 +19,8 @@ after dated, ties by id) and the articles that duplicate it.  Every stored artic
 originals and members alike, is a candidate, so a new article finds a group through any of
 its members; it joins a group when it duplicates the group's original itself, so a group
 never grows along a chain of write-thrus each a duplicate of the last (on the read-labelled
-real news, "same group" then agrees with the readers' duplicates far better: F1 0.936
-against 0.859 when any member would do, docs/evaluation.md):
+real news, "same group" then agrees with the readers' duplicates far better than when any
+member would do: docs/evaluation.md):
 
 * it joins the earliest such group (``Decision.duplicate_of``); the other groups whose
   originals it duplicates and that duplicate that group's original are *merged* into it
