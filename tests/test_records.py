@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from neardup.errors import InputError, InputTooLargeError, InputTypeError
 from neardup.records import (
@@ -15,6 +17,8 @@ from neardup.records import (
     Article,
     check_id,
     check_text,
+    epoch_us,
+    from_epoch_us,
     parse_date,
     shown,
     text_hash,
@@ -114,3 +118,11 @@ def test_text_hash_is_the_stored_content_hash() -> None:
     assert text_hash("Shares rose.") == "8f1b4ba6ebfc506409867c00688adb66"
     assert text_hash("Shares rose.") != text_hash("Shares rose!")
     assert len(text_hash("")) == 32
+
+
+@given(st.datetimes(timezones=st.just(dt.UTC)))
+def test_epoch_microseconds_are_exact_and_invert(when: dt.datetime) -> None:
+    us = epoch_us(when)
+    delta = when - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    assert us == (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    assert from_epoch_us(us) == when

@@ -31,14 +31,12 @@ from typing import Any
 from neardup.detect.story import EventReport
 from neardup.detect.stream import Decision, Match, NewsStream, StreamConfig
 from neardup.errors import NearDupError
-from neardup.records import Article, parse_date
+from neardup.records import Article, epoch_us, parse_date
 from neardup.rule import Verdict
 from neardup.store import EventRow, open_store
 from neardup.store.sqlite import parse_sqlite_url
 
 __all__ = ["NewsIndex"]
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def _to_us(value: str | dt.datetime | None, name: str) -> int | None:
@@ -46,10 +44,7 @@ def _to_us(value: str | dt.datetime | None, name: str) -> int | None:
         when = parse_date(value)
     except NearDupError as exc:
         raise type(exc)(f"{name}: {exc}") from exc
-    if when is None:
-        return None
-    delta = when - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return None if when is None else epoch_us(when)
 
 
 def default_checkpoint(store: str) -> str | None:

@@ -37,6 +37,8 @@ __all__ = [
     "FieldNames",
     "check_id",
     "check_text",
+    "epoch_us",
+    "from_epoch_us",
     "parse_date",
     "shown",
     "text_hash",
@@ -148,6 +150,21 @@ def parse_date(value: object) -> dt.datetime | None:
             f"date {shown(value if isinstance(value, str) else parsed.isoformat())} is outside "
             f"the supported range {MIN_DATE.isoformat()} to {MAX_DATE.isoformat()} (UTC)"
         ) from exc
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_ONE_US = dt.timedelta(microseconds=1)
+
+
+def epoch_us(when: dt.datetime) -> int:
+    """An aware datetime as integer microseconds since 1970-01-01 UTC: the one time unit of
+    stores, indexes and checkpoints (exact: no float rounding, any date in the range)."""
+    return (when - _EPOCH) // _ONE_US
+
+
+def from_epoch_us(value: int) -> dt.datetime:
+    """The inverse of :func:`epoch_us`: an aware UTC datetime."""
+    return _EPOCH + dt.timedelta(microseconds=value)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
