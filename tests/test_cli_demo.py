@@ -27,14 +27,31 @@ def test_demo_on_real_data_finds_the_planted_copies() -> None:
     assert code == 0
     report = json.loads(out)
     assert report["result_set_size"] == 68 and report["planted_copies"] == 8
-    # Every planted copy whose exact sentence Jaccard reaches the threshold is removed, and
-    # every one removed really pointed to an earlier rank.
+    assert report["sketch"] == "coverage"  # the product's default signature
+    # The oracle: the rule's verdict on the two full texts.  Every planted copy it calls a
+    # duplicate is removed, and every one removed really pointed to an earlier rank.
     for p in report["planted"]:
-        if p["exact_sentence_jaccard"] >= 0.55:
+        if p["exact_verdict"] == "duplicate":
             assert p["removed"], p
     for d in report["duplicates"]:
         assert d["of"] < d["position"]
     assert report["dedup_us"]["median"] > 0
+
+
+def test_demo_with_the_sentence_sketch_follows_its_threshold() -> None:
+    path = data_path("reuters21578", "docs.jsonl.gz")
+    args = ("--data", str(path), "--json", "--size", "60", "--copies", "8", "--seed", "4")
+    code, out = run(*args, "--sketch", "sentences")
+    assert code == 0
+    report = json.loads(out)
+    assert report["sketch"] == "sentences" and report["threshold"] == 0.5
+    # Every planted copy whose exact sentence Jaccard clears the threshold by the sketch's
+    # error margin is removed.
+    for p in report["planted"]:
+        if p["exact_sentence_jaccard"] >= 0.55:
+            assert p["removed"], p
+    code, _ = run(*args, "--threshold", "0.4")
+    assert code == 2  # a threshold has no meaning for the coverage sketch
 
 
 def test_demo_text_output_is_deterministic() -> None:

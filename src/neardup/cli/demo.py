@@ -3,7 +3,8 @@
 What it does (the realtime result-set job, end to end): draws ``--size`` articles, plants
 edited copies of some of them at later ranks (re-sends, corrections with a few words
 changed, trimmed versions, heavily rewritten ones; deterministic with ``--seed``), signs
-every article offline with the sentence sketch, then runs :func:`neardup.dedup_result_set`
+every article offline with the default coverage sketch (``--sketch sentences``: seed
+000's sentence sketch), then runs :func:`neardup.dedup_result_set`
 and prints which positions were kept, which were removed as duplicates of which earlier
 position, how each planted copy fared, and the timing of the dedup (cold, warm, and a cache
 hit).  The articles are real Reuters-21578 stories when the shared data is found (``--data``,
@@ -220,20 +221,26 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[Sequence[int]]:
     help="Edited copies planted at later ranks.",
 )
 @click.option(
+    "--sketch",
+    type=click.Choice(["coverage", "sentences"]),
+    default="coverage",
+    show_default=True,
+    help="coverage: the default signature (the near-duplicate rule on estimated coverages);"
+    " sentences: seed 000's sentence sketch with a Jaccard threshold.",
+)
+@click.option(
     "--threshold",
     type=click.FloatRange(0.0, 1.0, min_open=True),
-    default=0.5,
-    show_default=True,
-    help="Near-duplicate when the share of sentences in common (Jaccard) is at least this;"
-    " lower it to catch more heavily edited copies.",
+    default=None,
+    help="With --sketch sentences: near-duplicate when the share of sentences in common"
+    " (Jaccard) is at least this (default 0.5); lower it to catch more heavily edited copies.",
 )
 @click.option(
     "--k",
     "k",
     type=click.IntRange(1, 1 << 16),
     default=None,
-    help="Sentences kept per signature (default: the sketch's; more gives closer estimates"
-    " on long articles).",
+    help="With --sketch sentences: sentences kept per signature (default: the sketch's).",
 )
 @click.option(
     "--seed",
@@ -254,16 +261,16 @@ def demo(
     data: Path | None,
     size: int,
     copies: int,
-    threshold: float,
+    sketch: str,
+    threshold: float | None,
     k: int | None,
     seed: int,
     offset: int,
     as_json: bool,
 ) -> None:
     """Deduplicate a result set of news articles with planted edited copies."""
-    from neardup.detect.resultset import ResultSetDeduper
-    from neardup.sketch import sign
-
+    if sketch == "coverage" and (threshold is not None or k is not None):
+        raise click.UsageError("--threshold and --k apply to --sketch sentences only")
     everything, what = _pool(data, offset + size * 4)
     pool = everything[offset:]
     if not pool:
@@ -272,45 +279,91 @@ def demo(
     docs = rng.sample(pool, min(size, len(pool)))
     texts, labels, planted = plant_copies([d["text"] for d in docs], copies, seed)
     ids = planted_ids([str(d.get("id", "?")) for d in docs], labels)
+    run = _run(texts, sketch, threshold, k)
+    report = _report(what, docs, texts, labels, ids, planted, run)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        _print(report, seed)
 
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    sketch: str
+    threshold: float | None
+    k: int | None
+    result: list[int]
+    sign_us: float
+    cold_us: float
+    warm_us: list[float]
+    hit_us: list[float]
+
+
+def _run(texts: Sequence[str], sketch: str, threshold: float | None, k: int | None) -> _Run:
+    """Sign every text, then time the dedup: first call, uncached calls, cache hits."""
+    from neardup.detect.resultset import ResultSetDeduper
+    from neardup.sketch import sign
+
+    if sketch == "sentences" and threshold is None:
+        threshold = 0.5
     params = {} if k is None else {"k": k}
+    sign(texts[0], sketch, **params)  # the kernels load once per process: not per article
     start = time.perf_counter()
-    sigs = [sign(t, "sentences", **params) for t in texts]
+    sigs = [sign(t, sketch, **params) for t in texts]
     sign_us = (time.perf_counter() - start) * 1e6 / len(texts)
-
-    deduper = ResultSetDeduper()
-    uncached = ResultSetDeduper(max_entries=0)
+    deduper, uncached = ResultSetDeduper(), ResultSetDeduper(max_entries=0)
     cold = _timings(lambda: deduper(sigs, threshold, k=k), 1)[0]
     warm = _timings(lambda: uncached(sigs, threshold, k=k), 50)
-    deduper(sigs, threshold, k=k)
     hits = _timings(lambda: deduper(sigs, threshold, k=k), 200)
-    result = deduper(sigs, threshold, k=k)
+    result = list(deduper(sigs, threshold, k=k))
+    return _Run(sketch, threshold, k, result, sign_us, cold, warm, hits)
 
+
+def _exact(texts: Sequence[str], planted: Sequence[Planted], sketch: str) -> dict[int, Any]:
+    """The exact answer each planted copy is checked against: the near-duplicate rule's
+    verdict on the two full texts (coverage), or their exact sentence Jaccard (sentences)."""
+    if sketch == "coverage":
+        from neardup.rule import judge
+
+        return {p.position: judge(texts[p.original], texts[p.position]).label for p in planted}
     from neardup.similarity import jaccard
     from neardup.sketch.bottomk import sentence_hashes
 
-    full = {
-        p.position: (sentence_hashes(texts[p.position]), sentence_hashes(texts[p.original]))
+    return {
+        p.position: round(
+            jaccard(sentence_hashes(texts[p.position]), sentence_hashes(texts[p.original])), 4
+        )
         for p in planted
     }
-    exact = {pos: jaccard(a, b) for pos, (a, b) in full.items()}
-    kept = [i for i, r in enumerate(result) if r == i]
+
+
+def _report(
+    what: str,
+    docs: Sequence[dict[str, Any]],
+    texts: Sequence[str],
+    labels: Sequence[str],
+    ids: Sequence[str],
+    planted: Sequence[Planted],
+    run: _Run,
+) -> dict[str, Any]:
+    result = run.result
+    exact = _exact(texts, planted, run.sketch)
+    exact_name = "exact_verdict" if run.sketch == "coverage" else "exact_sentence_jaccard"
     removed = [(i, r) for i, r in enumerate(result) if r != i]
-    found = sum(1 for p in planted if result[p.position] != p.position)
-    per_edit = {e: [0, 0] for e in EDITS}
-    for p in planted:
-        per_edit[p.edit][1] += 1
-        per_edit[p.edit][0] += result[p.position] != p.position
     planted_pos = {p.position for p in planted}
-    natural = [(i, r) for i, r in removed if i not in planted_pos]
-    report = {
+    per_edit = {e: {"found": 0, "planted": 0} for e in EDITS}
+    for p in planted:
+        per_edit[p.edit]["planted"] += 1
+        per_edit[p.edit]["found"] += result[p.position] != p.position
+    return {
         "data": what,
         "articles": len(docs),
         "planted_copies": len(planted),
         "result_set_size": len(texts),
-        "threshold": threshold,
-        "k": k,
-        "kept": kept,
+        "sketch": run.sketch,
+        "threshold": run.threshold,
+        "k": run.k,
+        "kept": [i for i, r in enumerate(result) if r == i],
         "duplicates": [
             {"position": i, "of": r, "id": ids[i], "of_id": ids[r], "label": labels[i]}
             for i, r in removed
@@ -320,50 +373,67 @@ def demo(
                 "position": p.position,
                 "original": p.original,
                 "edit": p.edit,
-                "exact_sentence_jaccard": round(exact[p.position], 4),
+                exact_name: exact[p.position],
                 "removed": result[p.position] != p.position,
             }
             for p in planted
         ],
-        "planted_found": found,
-        "planted_found_by_edit": {e: {"found": v[0], "planted": v[1]} for e, v in per_edit.items()},
-        "natural_duplicates": len(natural),
-        "sign_us_per_article": round(sign_us, 1),
+        "planted_found": sum(1 for p in planted if result[p.position] != p.position),
+        "planted_found_by_edit": per_edit,
+        "natural_duplicates": sum(1 for i, _ in removed if i not in planted_pos),
+        "sign_us_per_article": round(run.sign_us, 1),
         "dedup_us": {
-            "first_call": round(cold, 1),
-            "median": round(statistics.median(warm), 1),
-            "cache_hit_median": round(statistics.median(hits), 1),
+            "first_call": round(run.cold_us, 1),
+            "median": round(statistics.median(run.warm_us), 1),
+            "cache_hit_median": round(statistics.median(run.hit_us), 1),
         },
     }
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-        return
+
+
+def _print(report: dict[str, Any], seed: int) -> None:
+    planted_pos = {p["position"] for p in report["planted"]}
+    by_pos = {d["position"]: d for d in report["duplicates"]}
     click.echo(
-        f"result set: {len(texts)} articles ({len(docs)} {what}; {len(planted)} edited copies"
-        f" planted, seed {seed})"
+        f"result set: {report['result_set_size']} articles ({report['articles']} "
+        f"{report['data']}; {report['planted_copies']} edited copies planted, seed {seed})"
     )
-    click.echo(f"threshold {threshold}, sentence sketch k={k or 'default'}")
-    click.echo(f"kept {len(kept)}, removed {len(removed)} as near-duplicates of an earlier rank:")
-    for i, r in removed:
-        mark = "planted " + labels[i].split("-of")[0] if i in planted_pos else "natural"
-        click.echo(f"  #{i:<4} (id {ids[i]}) duplicates #{r:<4} (id {ids[r]})   [{mark}]")
+    if report["sketch"] == "coverage":
+        click.echo("coverage sketch: the near-duplicate rule on estimated coverages")
+    else:
+        click.echo(f"sentence sketch k={report['k'] or 'default'}, threshold {report['threshold']}")
     click.echo(
-        f"planted copies found: {found}/{len(planted)}  "
-        + ", ".join(f"{e} {v[0]}/{v[1]}" for e, v in per_edit.items() if v[1])
+        f"kept {len(report['kept'])}, removed {len(by_pos)} as near-duplicates of an earlier rank:"
     )
-    for p in planted:
-        verdict = "found" if result[p.position] != p.position else "not removed"
+    for i, d in by_pos.items():
+        mark = "planted " + d["label"].split("-of")[0] if i in planted_pos else "natural"
         click.echo(
-            f"  #{p.position:<4} {p.edit:<10} of #{p.original:<4} exact sentence Jaccard "
-            f"{exact[p.position]:.2f}  -> {verdict}"
+            f"  #{i:<4} (id {d['id']}) duplicates #{d['of']:<4} (id {d['of_id']})   [{mark}]"
         )
-    if natural:
-        click.echo(f"natural near-duplicates in the draw (not planted): {len(natural)}")
-    click.echo("kept positions:")
-    for chunk in _chunks(kept, 25):
-        click.echo("  " + " ".join(str(i) for i in chunk))
+    found = report["planted_found_by_edit"]
     click.echo(
-        f"signing (offline): {sign_us:.0f} us/article; dedup: first call "
-        f"{cold:.0f} us (includes compile/load), median {statistics.median(warm):.0f} us, "
-        f"cache hit {statistics.median(hits):.1f} us"
+        f"planted copies found: {report['planted_found']}/{report['planted_copies']}  "
+        + ", ".join(f"{e} {v['found']}/{v['planted']}" for e, v in found.items() if v["planted"])
+    )
+    for p in report["planted"]:
+        verdict = "found" if p["removed"] else "not removed"
+        exact = (
+            f"exact rule: {p['exact_verdict']}"
+            if "exact_verdict" in p
+            else f"exact sentence Jaccard {p['exact_sentence_jaccard']:.2f}"
+        )
+        click.echo(
+            f"  #{p['position']:<4} {p['edit']:<10} of #{p['original']:<4} {exact}  -> {verdict}"
+        )
+    if report["natural_duplicates"]:
+        click.echo(
+            f"natural near-duplicates in the draw (not planted): {report['natural_duplicates']}"
+        )
+    click.echo("kept positions:")
+    for chunk in _chunks(report["kept"], 25):
+        click.echo("  " + " ".join(str(i) for i in chunk))
+    t = report["dedup_us"]
+    click.echo(
+        f"signing (offline): {report['sign_us_per_article']:.0f} us/article; dedup: first call "
+        f"{t['first_call']:.0f} us (includes compile/load), median {t['median']:.0f} us, "
+        f"cache hit {t['cache_hit_median']:.1f} us"
     )
