@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup._jit import njit
+from neardup._mix import GOLDEN, splitmix64
 
 __all__ = [
     "ALNUM",
@@ -54,6 +55,8 @@ __all__ = [
     "sorted_distinct",
     "word_shingles",
 ]
+
+_mix64 = njit(cache=True, inline="always")(splitmix64)
 
 #: Character-class bits of the scanner's table: ``[^\W_]`` (a letter or digit, ``str.isalnum``)
 #: and ``\d`` (a decimal digit) of Python's ``re``.
@@ -150,13 +153,7 @@ def _key(buf: npt.NDArray[np.integer], start: int, end: int) -> np.int64:  # typ
         h = _FNV_OFFSET ^ _WIDE_TAG
         for p in range(start, end):
             h = (h ^ np.uint64(buf[p])) * _FNV_PRIME
-    h ^= np.uint64(end - start)
-    h ^= h >> np.uint64(30)
-    h *= np.uint64(0xBF58476D1CE4E5B9)
-    h ^= h >> np.uint64(27)
-    h *= np.uint64(0x94D049BB133111EB)
-    h ^= h >> np.uint64(31)
-    key = np.int64(h)
+    key = np.int64(_mix64(h ^ np.uint64(end - start)))
     return key if key != _EMPTY else _ZERO_KEY
 
 
@@ -453,20 +450,8 @@ def resolve(
 
 # --- shingles and MinHash -------------------------------------------------------------------
 
-_POLY = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
+_POLY = GOLDEN
 _MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-@njit(cache=True, inline="always")
-def _mix64(z: np.uint64) -> np.uint64:
-    z ^= z >> np.uint64(30)
-    z *= _M1
-    z ^= z >> np.uint64(27)
-    z *= _M2
-    z ^= z >> np.uint64(31)
-    return z
 
 
 @njit(cache=True, inline="always")

@@ -31,6 +31,7 @@ import numpy.typing as npt
 import xxhash
 
 from neardup._jit import compiled_worthwhile
+from neardup._mix import GOLDEN, splitmix64
 from neardup.errors import ConfigError
 from neardup.text import (
     PYTHON_NS_PER_CHAR,
@@ -60,10 +61,7 @@ __all__ = [
 U64 = npt.NDArray[np.uint64]
 
 # Odd 64-bit multiplier of the polynomial shingle combination (the golden ratio constant).
-_POLY = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_POLY = GOLDEN
 
 
 def hash_forms(forms: Sequence[str], seed: int = 0) -> U64:
@@ -77,19 +75,8 @@ def hash_forms(forms: Sequence[str], seed: int = 0) -> U64:
 
 
 def mix64(values: U64) -> U64:
-    """The splitmix64 finaliser, element-wise: a bijection of uint64 with good avalanche."""
-    # Array arithmetic wraps mod 2**64 silently in numpy (only scalar * scalar warns), so no
-    # errstate context is needed; in-place steps keep it to one allocation.
-    z = np.array(values, dtype=np.uint64, ndmin=1)
-    t = z >> _S30
-    z ^= t
-    z *= _M1
-    np.right_shift(z, _S27, out=t)
-    z ^= t
-    z *= _M2
-    np.right_shift(z, _S31, out=t)
-    z ^= t
-    return z
+    """:func:`neardup._mix.splitmix64` element-wise on a copy of ``values`` (always an array)."""
+    return splitmix64(np.array(values, dtype=np.uint64, ndmin=1))
 
 
 def word_shingles(token_hashes: U64, width: int) -> U64:

@@ -9,18 +9,20 @@ subtracts the feature's weight.  Exact int64 arithmetic, so it is equal to the n
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from neardup._mix import splitmix64
+
 __all__ = ["finish", "project"]
 
 
-@njit(cache=True, inline="always")
-def _splitmix(z: np.uint64) -> np.uint64:  # pragma: no cover - compiled
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+# numba dispatchers are untyped for mypy; the kernel is splitmix64 itself
+_splitmix = cast("Callable[[np.uint64], np.uint64]", njit(cache=True, inline="always")(splitmix64))
 
 
 @njit(cache=True)

@@ -41,11 +41,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
+from typing import cast
 
 import numba
 import numpy as np
 import numpy.typing as npt
 
+from neardup._mix import splitmix64
 from neardup.detect.origin.config import OriginConfig
 from neardup.errors import ConfigError
 from neardup.shingles import word_shingles
@@ -140,11 +143,10 @@ def no_overlap_positions(positions: I64, width: int) -> I64:  # pragma: no cover
     return out[:count]
 
 
-@numba.njit(cache=True, inline="always")
-def _splitmix(z: np.uint64) -> np.uint64:  # pragma: no cover - numba
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+# numba dispatchers are untyped for mypy; the kernel is splitmix64 itself
+_splitmix = cast(
+    "Callable[[np.uint64], np.uint64]", numba.njit(cache=True, inline="always")(splitmix64)
+)
 
 
 @numba.njit(cache=True)
