@@ -355,6 +355,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.newsgen:
         sets["newsgen (independent)"] = newsgen(Path(args.newsgen))
+    # The same read-labelled pairs by the readers' confidence in their label: where the
+    # errors are (a subset view, never used to choose).
+    both_halves = [*sets["provenance half 0"], *sets["provenance half 1"]]
+    for confidence in ("high", "medium", "low"):
+        sets[f"provenance, labelled with {confidence} confidence"] = [
+            p for p in both_halves if p.kind == confidence
+        ]
     print(f"loaded {sum(len(v) for v in sets.values())} pairs", file=sys.stderr)
     feats = {name: features(pairs, profiles, full) for name, pairs in sets.items()}
     print(f"features in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
