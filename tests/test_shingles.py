@@ -223,12 +223,12 @@ def test_fused_minhash_kernel_equals_numpy(hashes: list[int], width: int, num_pe
     from neardup import _kernels
     from neardup.sketch.minhash import (
         _minhash_permutations_numpy,
-        _permutation_params,
         minhash_values,
+        permutation_params,
     )
 
     arr = np.array(hashes, dtype=np.uint64)
-    a, b = _permutation_params(num_perm, 1)
+    a, b = permutation_params(num_perm, 1)
     shingles = word_shingles(arr, width)
     expected = minhash_values(shingles, num_perm, "permutations", 1)
     assert np.array_equal(_kernels.minhash_permutations(arr, width, a, b), expected)

@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup._jit import compiled_worthwhile
+from neardup._mix import GOLDEN
 from neardup.config import Config, check_choice, check_int
 from neardup.errors import ConfigError
 from neardup.shingles import U64, mix64, spot_signatures, token_hashes, word_shingles
@@ -61,12 +62,13 @@ __all__ = [
     "MinHashConfig",
     "estimate_jaccard",
     "minhash_values",
+    "permutation_params",
     "sign_minhash",
 ]
 
 MINHASH_METHODS = ("oph", "permutations")
 _MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
-_GOLDEN = 0x9E3779B97F4A7C15
+_GOLDEN = int(GOLDEN)
 _BLOCK = 4096  # shingles per block in the k-permutation method: bounds memory
 _PROBE_CHUNK = 16  # densification probes tried per vectorised step
 _PROBE_LIMIT = 1 << 16  # after this many probes, fall back to the next non-empty bin
@@ -127,7 +129,7 @@ def _shingle_config(width: int, text: TextConfig) -> ShingleSetConfig:
 
 
 @lru_cache(maxsize=64)
-def _permutation_params(num_perm: int, seed: int) -> tuple[U64, U64]:
+def permutation_params(num_perm: int, seed: int) -> tuple[U64, U64]:
     """``(a, b)`` of the ``num_perm`` affine bijections; ``a`` odd."""
     idx = np.arange(2 * num_perm, dtype=np.uint64)
     idx += np.uint64((seed * _GOLDEN) & 0xFFFFFFFFFFFFFFFF)
@@ -148,7 +150,7 @@ def _minhash_permutations(shingles: U64, num_perm: int, seed: int) -> U64:
         return _minhash_permutations_numpy(shingles, num_perm, seed)
     from neardup import _kernels
 
-    a, b = _permutation_params(num_perm, seed)
+    a, b = permutation_params(num_perm, seed)
     return _kernels.minhash_of_values(shingles, a, b)
 
 
@@ -160,7 +162,7 @@ def _numpy_cost(values: int, num_perm: int) -> int:
 
 def _minhash_permutations_numpy(shingles: U64, num_perm: int, seed: int) -> U64:
     """Reference numpy implementation of :func:`_minhash_permutations` (same values)."""
-    a, b = _permutation_params(num_perm, seed)
+    a, b = permutation_params(num_perm, seed)
     out: U64 | None = None
     # uint64 array arithmetic wraps mod 2**64 (numpy warns only for scalars).
     for start in range(0, shingles.shape[0], _BLOCK):
@@ -358,7 +360,7 @@ def sign_minhash(text: str, config: MinHashConfig | None = None) -> Signature:
         # Fused compiled kernel: shingles and minima in one pass (same values as below).
         from neardup import _kernels
 
-        a, b = _permutation_params(cfg.num_perm, cfg.seed)
+        a, b = permutation_params(cfg.num_perm, cfg.seed)
         tokens = token_hashes(text, cfg.text, TOKEN_SEED)
         values = _kernels.minhash_permutations(tokens, cfg.width, a, b)
     else:
