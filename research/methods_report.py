@@ -19,7 +19,7 @@ and all figures as JSON in ``benchmarks/results/evaluation.json``.  Sections:
    (a failure there is reported as a gap).
 
 The perturbation figures are given under two synth label rules (``guide``, in force, and
-``editorial``, the previous one; docs/eval.md).  The summary table puts every method, with
+``editorial``, a stricter alternative; docs/eval.md).  The summary table puts every method, with
 and without LCS verification, beside datasketch MinHash / MinHashLSH, rensa and the simhash
 package, with run times, and derives recommended thresholds from the numbers.
 
@@ -544,7 +544,7 @@ def render(results: dict[str, Any]) -> str:
 
 
 def _render_alignment(r: dict[str, Any], add: Any) -> None:
-    add("## 7. PAN13 passage alignment (character level)\n")
+    add("## 6. PAN13 passage alignment (character level)\n")
     add(
         "Held-out half of the PAN13 pairs (`split=test`, a stable hash of the pair ids; the "
         "parameters of `align_passages` were chosen on the other half).  `passages`: "
@@ -615,7 +615,7 @@ def _render_summary(results: dict[str, Any], add: Any) -> None:
         "libraries a user would otherwise pick (`datasketch` MinHash, `datasketch-lsh` = "
         "datasketch MinHashLSH candidates, `rensa`, `simhash-pkg`), all on the same pairs.  "
         "Perturbation F1 is *duplicate vs the rest* under both label rules (docs/eval.md: "
-        "`guide`, the rule in force, and `editorial`, the previous one), at each method's "
+        "`guide`, the rule in force, and `editorial`, a stricter alternative), at each method's "
         "default threshold and at the threshold with the best F1 under `guide` (*best "
         "thr*; for `editorial` its own best).  *Same story*: duplicate or similar vs different.  "
         "Times are from the perturbation run (wall clock, one thread, shared machine: "
@@ -764,7 +764,7 @@ def _render_perturbation(r: dict[str, Any], add: Any) -> None:
         f"*duplicate* when at least {cfg.get('content_min_kept', 0.5):.0%} of the original's "
         f"words are in it and at most {cfg.get('guide_max_added', 0.5):.0%} of it is story "
         "content from elsewhere, spelling noise (typos, OCR, changed numbers) not counting as "
-        f"new content; **editorial** (the previous rule) the same with at most "
+        f"new content; **editorial** (a stricter alternative) the same with at most "
         f"{cfg.get('content_max_added', 0.2):.0%} from elsewhere.  "
         "Otherwise a copy is *similar*; independent articles are *different*.  Labels per "
         "rule: "
