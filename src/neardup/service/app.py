@@ -68,6 +68,7 @@ from pydantic import (
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup import __version__
+from neardup.detect.resultset import kept_of
 from neardup.errors import (
     AuthError,
     InputError,
@@ -756,16 +757,6 @@ def _fast_dedup_body(
     return [(i, None) for i in items], items, None if threshold is None else float(threshold)
 
 
-def _kept_of(positions: list[int]) -> list[int]:
-    """Follow each item's pointer to the kept item its chain ends at (ranking order kept)."""
-    kept = []
-    for i, j in enumerate(positions):
-        while positions[j] != j and positions[j] < j:
-            j = positions[j]
-        kept.append(j if j != i else i)
-    return kept
-
-
 def _json_response(content: Any) -> Response:
     """``content`` (plain JSON values already, see ``backend.plain``) rendered as FastAPI's
     JSONResponse renders it, without the ``jsonable_encoder`` pass over every value."""
@@ -775,7 +766,7 @@ def _json_response(content: Any) -> Response:
 
 def _dedup_answer(keys: list[str], positions: list[int], threshold: float | None) -> bytes:
     """The JSON answer of ``POST /v1/dedup`` (shared by the route and its fast path)."""
-    kept = _kept_of(positions)
+    kept = kept_of(positions)
     answer = {
         "keep": [keys[i] for i, k in enumerate(kept) if k == i],
         "duplicate_of": {keys[i]: keys[k] for i, k in enumerate(kept) if k != i},
