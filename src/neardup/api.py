@@ -75,7 +75,7 @@ class Event:
     id: str
     opened_by: str
     opened_at: dt.datetime
-    title: str
+    title: str | None
     articles: int
     sources: int
 
