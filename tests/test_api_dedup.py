@@ -21,7 +21,7 @@ from neardup.api import Event, NewsIndex, engine_of, sizes_of
 from neardup.detect import kept_of
 from neardup.detect.resultset import dedup_result_set
 from neardup.detect.stored import SignatureCache, StoredResultSets, stored_sketch
-from neardup.errors import ConfigError, NotFoundError
+from neardup.errors import ConfigError, InputTypeError, NotFoundError
 from neardup.records import Article
 from neardup.sketch import sign
 
@@ -92,6 +92,12 @@ def test_dedup_mixes_stored_ids_and_texts_signed_now(news: Any) -> None:
     assert index.dedup([fresh]) == [0] and index.dedup([]) == []
     with pytest.raises(NotFoundError, match="fresh"):
         index.dedup(["fresh"])  # a text item is never stored
+    with pytest.raises(InputTypeError, match="one string"):
+        index.dedup(ids[0])
+    with pytest.raises(InputTypeError, match="one string"):
+        index.dedup_cached(ids[0])
+    with pytest.raises(InputTypeError, match=r"items\[1\]"):
+        index.dedup([ids[0], 7])  # type: ignore[list-item]
 
 
 def test_dedup_names_unknown_ids_and_the_cache_never_changes_an_answer(

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from neardup.config import check_int
 from neardup.detect.resultset import dedup_result_set
-from neardup.errors import InputError, NotFoundError
+from neardup.errors import InputError, InputTypeError, NotFoundError
 from neardup.records import Article
 from neardup.sketch import Signature, sign
 from neardup.store import ArticleRow
@@ -139,9 +139,17 @@ class StoredResultSets:
         only labels it).  ``threshold``: ``None`` for the near-duplicate rule on coverage
         sketches, else seed 000's sentence sketch at that similarity.  Reads the store."""
         scheme = scheme_of(threshold)
+        if isinstance(items, str | bytes):
+            raise InputTypeError("items must be a sequence of ids and articles, not one string")
         if all(isinstance(item, str) for item in items):
             signatures = self.signatures(items, scheme)  # type: ignore[arg-type]
         else:
+            for n, item in enumerate(items):
+                if not isinstance(item, str | Article):
+                    raise InputTypeError(
+                        f"items[{n}] must be a stored id (str) or an Article, "
+                        f"got {type(item).__name__}"
+                    )
             stored = iter(self.signatures([i for i in items if isinstance(i, str)], scheme))
             signatures = [
                 next(stored) if isinstance(item, str) else sign(item.text, scheme) for item in items
@@ -151,6 +159,8 @@ class StoredResultSets:
     def dedup_cached(self, ids: Sequence[str], threshold: float | None = None) -> list[int] | None:
         """:meth:`dedup` of stored ids answered from the signatures in memory only, or
         ``None`` when one of them is not held.  Never reads the store (module doc)."""
+        if isinstance(ids, str | bytes):
+            raise InputTypeError("ids must be a sequence of ids, not one string")
         signatures = self._caches[scheme_of(threshold)].lookup(ids)
         if any(sig is None for sig in signatures):
             return None
