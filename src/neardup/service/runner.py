@@ -21,8 +21,8 @@ class BackendRunner:
     requests, answering ``/healthz`` and the dedup fast path while a heavy request is
     computed.  A *light* call (a store read, one small article) made while nothing is
     pending runs at once on the loop's own thread instead: no other call can be running,
-    so the rule holds, and it saves the two thread switches of a hop (~0.2 ms of CPU a
-    request measured on the service).
+    so the rule holds, and it saves the two thread switches of a hop (their cost is in
+    docs/service.md).
     """
 
     def __init__(self) -> None:
@@ -58,5 +58,5 @@ class BackendRunner:
 
 
 #: Bodies up to this size are light (:class:`BackendRunner`): one article, a short
-#: result set; signing 16 KB of text takes a few milliseconds.
+#: result set, whose signing is bounded by their size.
 LIGHT_BODY_BYTES = 16 * 1024

@@ -36,9 +36,9 @@ FAST_PATH_BYTES = 256 * 1024
 class DedupFastPath:
     """Answer ``POST /v1/dedup`` in its common shape without the framework's routing.
 
-    The endpoint's answer is a few microseconds of work on cached signatures, so on the
-    benchmark the framework around it (routing, request object, dependency solving,
-    exception middleware) was a large share of the server's CPU.  ``answer(body)`` returns
+    The endpoint's answer is little work on cached signatures, so the framework around it
+    (routing, request object, dependency solving, exception middleware) would be a large
+    share of its cost (figures in docs/service.md).  ``answer(body)`` returns
     the response bytes for the common shape (stored ids only, every id's signature already
     in memory) and ``None`` for anything else, which then goes through the normal route
     (and the backend's worker thread): the same code computes the same answer, and every

@@ -142,8 +142,8 @@ def register(app: FastAPI, ctx: ServiceContext) -> None:
         the store committed, so an acknowledged article survives a crash.  The token (when
         the service has one) is checked before the body is read."""
         # The gate checked the token already; checked again here so that the route is safe
-        # whatever the middleware (headers read directly: FastAPI's dependency solving was
-        # a measurable share of a one-article request, docs/service.md).
+        # whatever the middleware (headers read directly, not through FastAPI's dependency
+        # solving, which costs a share of a one-article request: docs/service.md).
         denied = token_error(request.headers, cfg.token)
         if denied is not None:
             raise denied
