@@ -347,7 +347,10 @@ def test_a_body_that_never_finishes_times_out(server: Server) -> None:
 def test_healthz_answers_while_a_heavy_request_is_signed(server: Server) -> None:
     # distinct sentences, so that signing cannot shortcut repeats: the request takes a while
     texts = [
-        {"id": f"t{i}", "text": " ".join(f"Sentence {i} part {j} of a long story." for j in range(95))}
+        {
+            "id": f"t{i}",
+            "text": " ".join(f"Sentence {i} part {j} of a long story." for j in range(95)),
+        }
         for i in range(1000)
     ]
     done: dict[str, Any] = {}
