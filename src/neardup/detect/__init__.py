@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["ResultSetDeduper", "dedup_result_set"]
+__all__ = ["ResultSetDeduper", "dedup_result_set", "kept_of"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,4 +19,4 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
-    from neardup.detect.resultset import ResultSetDeduper, dedup_result_set
+    from neardup.detect.resultset import ResultSetDeduper, dedup_result_set, kept_of

@@ -93,6 +93,7 @@ __all__ = [
     "ResultSetDeduper",
     "dedup_result_set",
     "default_deduper",
+    "kept_of",
     "reference_dedup",
 ]
 
@@ -532,6 +533,24 @@ def dedup_result_set(
     See the module docstring for the exact semantics, complexity and the cache bound.
     """
     return default_deduper(signatures, threshold, k=k, rule=rule)
+
+
+def kept_of(positions: Sequence[int]) -> list[int]:
+    """For each position, the kept position its duplicate chain ends at (the group's head).
+
+    ``positions``: an answer of :func:`dedup_result_set`.  Its pointers are not closed
+    transitively (``positions[i]`` is the earliest item ``i`` itself near-duplicates, which
+    may point further back); this follows them until a kept item (``positions[j] == j``),
+    so the result groups every item under the best-ranked item of its chain.  A pointer
+    that does not point back (``positions[j] > j``, not an answer of the function) stops
+    the walk there, so the walk always ends.  O(n·d) for chains of length d.
+    """
+    kept = []
+    for j in positions:
+        while positions[j] != j and positions[j] < j:
+            j = positions[j]
+        kept.append(j)
+    return kept
 
 
 def reference_dedup(

@@ -2,19 +2,19 @@
 
 The HTTP layer (:mod:`neardup.service.app`) talks to :class:`Backend` and gets plain JSON-able
 values back; this module maps them onto :class:`neardup.api.NewsIndex` (ingest, similar
-stories, events; store of record), :func:`neardup.detect.resultset.dedup_result_set` (the
-rule's coverage sketch by default; seed 000's sentence sketch when a request gives a
-threshold) and the origin engine of :mod:`neardup.detect.origin` (seed 004).  Keeping
-every library name here isolates the HTTP layer from their exact spelling.
+stories, events, result-set dedup of stored ids; store of record) and the origin engine of
+:mod:`neardup.detect.origin` (seed 004).  It decides nothing itself: it translates
+arguments and answers.  Keeping every library name here isolates the HTTP layer from their
+exact spelling.
 
 State and consistency:
 
 * The store is the source of truth.  Ingest goes through ``NewsIndex.ingest``, which commits
   before returning, so an answered request is durable.
-* Result-set signatures of stored ids (``POST /v1/dedup``) are computed from the stored text
-  on first use (:func:`stored_sketch`; a stored signature of the same scheme is used as it
-  is) and kept in a bounded cache of ``signature_cache`` entries per scheme; they are a pure
-  function of the text, so every worker computes the same bytes.
+* Result-set signatures of stored ids (``POST /v1/dedup``) are kept by ``NewsIndex.dedup``
+  (:mod:`neardup.detect.stored`) in a bounded cache of ``signature_cache`` entries per
+  scheme; they are a pure function of the stored text, so every worker computes the same
+  bytes.
 * The origin engine is a stream over the store's ingest log (``Store.log_since``): before
   each origin query it catches up with every article added since, in log order, by any
   process.  Every worker therefore holds the same table after the same log prefix, and a
@@ -33,16 +33,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from neardup.api import NewsIndex
+from neardup.api import NewsIndex, engine_of, sizes_of
 from neardup.detect.origin import OriginConfig, StoreFollower
-from neardup.detect.resultset import dedup_result_set
-from neardup.errors import InputError, NearDupError, NotFoundError
+from neardup.errors import NearDupError, NotFoundError
 from neardup.records import Article
 from neardup.service.settings import ServiceSettings
 from neardup.similarity import align_passages
-from neardup.sketch import Signature, sign
 
-__all__ = ["Backend", "LibraryBackend", "open_backend", "plain", "stored_sketch"]
+__all__ = ["Backend", "LibraryBackend", "open_backend", "plain"]
 
 log = logging.getLogger("neardup.service")
 
@@ -114,63 +112,13 @@ def _iso_from_us(value: int | None) -> str | None:
     return plain(moment)  # type: ignore[no-any-return]
 
 
-def stored_sketch(row: Any, scheme: str) -> Signature:
-    """The result-set signature of a stored article (``scheme``: ``"coverage"`` or
-    ``"sentences"``): its stored signature when it is of that scheme, else signed from its
-    stored text.  The one place a stored article becomes a result-set signature."""
-    try:
-        stored = Signature.from_bytes(row.signature)
-        if stored.scheme == scheme:
-            return stored
-    except InputError:
-        pass
-    if row.text is None:
-        raise NotFoundError(f"stored article {row.id!r} has no text to sign")
-    return sign(row.text, scheme)
-
-
-class SignatureCache:
-    """Result-set signatures of stored articles by id, bounded to ``capacity`` entries.
-
-    Eviction is first-in first-out (a plain dict in insertion order): a lookup is one dict
-    access, with no bookkeeping on the hot path of ``POST /v1/dedup``.  An evicted signature
-    is recomputed from the stored text on its next use (ids are immutable, so an entry never
-    goes stale).
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._items: dict[str, Any] = {}
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get(self, key: str) -> Any:
-        return self._items.get(key)
-
-    def lookup(self, keys: Sequence[str]) -> list[Any]:
-        """The cached signature (or ``None``) of each key."""
-        get = self._items.get
-        return [get(k) for k in keys]
-
-    def put(self, key: str, value: Any) -> None:
-        if self.capacity <= 0:
-            return
-        self._items[key] = value
-        while len(self._items) > self.capacity:
-            del self._items[next(iter(self._items))]
-
-
 class LibraryBackend:
     """The real backend over ``neardup.api.NewsIndex`` and the detectors."""
 
     def __init__(self, settings: ServiceSettings) -> None:
         self.settings = settings
-        self.index = NewsIndex(store=settings.store)
-        self.store = self.index.stream.store
-        self._signatures = {
-            scheme: SignatureCache(settings.signature_cache) for scheme in ("coverage", "sentences")
-        }
+        self.index = NewsIndex(store=settings.store, signature_cache=settings.signature_cache)
+        self.store = engine_of(self.index).store
         self._origin: StoreFollower | None = None
 
     # --- documents -------------------------------------------------------------------------
@@ -262,68 +210,23 @@ class LibraryBackend:
         }
 
     # --- result sets (seed 000) -------------------------------------------------------------
-    def _stored_signatures(self, ids: Sequence[str], scheme: str) -> list[Any]:
-        """The ``scheme`` signature of each stored id, in order (``NotFoundError`` naming the
-        unknown ones)."""
-        cache = self._signatures[scheme]
-        found = cache.lookup(ids)
-        missing = [doc_id for doc_id, sig in zip(ids, found, strict=True) if sig is None]
-        if not missing:
-            return found
-        rows = {r.id: r for r in self.store.get_many(sorted(set(missing)))}
-        unknown = [i for i in missing if i not in rows]
-        if unknown:
-            shown = ", ".join(repr(i) for i in unknown[:5])
-            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-            raise NotFoundError(f"no stored article with id {shown}{more}")
-        fresh: dict[str, Any] = {}
-        for doc_id, row in rows.items():
-            fresh[doc_id] = stored_sketch(row, scheme)
-            cache.put(doc_id, fresh[doc_id])
-        return [sig if sig is not None else fresh[i] for i, sig in zip(ids, found, strict=True)]
-
     def dedup_cached(self, ids: Sequence[str], threshold: float | None) -> list[int] | None:
-        """:meth:`dedup` of stored ids answered from signatures in memory only (``None``:
-        one is not cached)."""
-        scheme = "coverage" if threshold is None else "sentences"
-        signatures = self._signatures[scheme].lookup(ids)
-        if any(sig is None for sig in signatures):
-            return None
-        if threshold is None:
-            return dedup_result_set(signatures)
-        return dedup_result_set(signatures, threshold)
+        return self.index.dedup_cached(ids, threshold)
 
     def dedup(
         self, items: Sequence[tuple[str | None, str | None]], threshold: float | None
     ) -> list[int]:
-        scheme = "coverage" if threshold is None else "sentences"
-        if all(text is None for _, text in items):
-            signatures = self._stored_signatures([doc_id or "" for doc_id, _ in items], scheme)
-        else:
-            ids = [doc_id or "" for doc_id, text in items if text is None]
-            stored = iter(self._stored_signatures(ids, scheme))
-            signatures = [
-                sign(text, scheme) if text is not None else next(stored) for _, text in items
-            ]
-        if threshold is None:
-            return dedup_result_set(signatures)
-        return dedup_result_set(signatures, threshold)
+        return self.index.dedup(
+            [
+                (doc_id or "") if text is None else Article(id=doc_id or f"#{n}", text=text)
+                for n, (doc_id, text) in enumerate(items)
+            ],
+            threshold,
+        )
 
     # --- events (seed 003) ------------------------------------------------------------------
     def events(self, since: dt.datetime | None, until: dt.datetime | None) -> list[Any]:
-        rows = self.index.events(since, until)
-        out = []
-        for e in rows:
-            summary = self.index.stream.event_summary(e.id)
-            out.append(
-                {
-                    "id": e.id,
-                    "opened_by": e.opened_by,
-                    "opened_at": _iso_from_us(e.opened_at_us),
-                    **summary,
-                }
-            )
-        return out
+        return plain(self.index.events(since, until))  # type: ignore[no-any-return]
 
     def event(self, event_id: str) -> dict[str, Any]:
         report = self.index.event(event_id)
@@ -403,17 +306,18 @@ class LibraryBackend:
         }
 
     def sizes(self) -> dict[str, tuple[str, float]]:
+        held = sizes_of(self.index)
         sizes: dict[str, tuple[str, float]] = {
             "documents": ("Articles in the store.", float(self.store.count())),
-            "events": ("Breaking events in the store.", float(len(self.index.events()))),
+            "events": ("Breaking events in the store.", float(held["events"])),
             "signature_cache_entries": (
                 "Result-set signatures of stored ids held in memory.",
-                float(sum(len(c) for c in self._signatures.values())),
+                float(held["signature_cache_entries"]),
             ),
         }
         sizes["index_entries"] = (
             "Fingerprints in the in-memory dedup index.",
-            float(self.index.stream.indexed),
+            float(held["index_entries"]),
         )
         if self._origin is not None:
             sizes["origin_documents"] = (
