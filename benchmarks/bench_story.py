@@ -286,7 +286,7 @@ def describe(news: NewsIndex, groups: dict[str, str] | None, limit: int = 60) ->
         report = news.event(row.id)
         item: dict[str, Any] = {
             "id": row.id,
-            "opened": dt.datetime.fromtimestamp(row.opened_at_us / 1e6, dt.UTC).isoformat(),
+            "opened": row.opened_at.isoformat(),
             "articles": len(report.articles),
             "title": report.title,
             "hours": report.growth[-1][0] if report.growth else 0,

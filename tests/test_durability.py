@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import data_path, read_jsonl_gz
-from neardup.api import NewsIndex
+from neardup.api import NewsIndex, engine_of
 
 WRITER = r"""
 import json, sys
@@ -81,10 +81,10 @@ def test_kill_minus_nine_loses_nothing_acknowledged(seed: int, tmp_path: Path) -
     acked = _kill_after(store, docs_file, rng.randrange(100, 1200), every=rng.choice([50, 300]))
     assert acked, "the writer acknowledged nothing before the kill"
     with NewsIndex(store) as news:
-        stored = {r.id for r in news.stream.store.iter_articles()}
+        stored = {r.id for r in engine_of(news).store.iter_articles()}
         missing = [i for i in acked if i not in stored]
         assert missing == [], f"seed {seed}: {len(missing)} acknowledged ids lost"
-        assert news.stream.consistency_errors() == []
+        assert engine_of(news).consistency_errors() == []
         # The restarted stream goes on; a resent acknowledged article is a replay.
         results = news.ingest_many(docs)
         assert all(
@@ -92,5 +92,5 @@ def test_kill_minus_nine_loses_nothing_acknowledged(seed: int, tmp_path: Path) -
             for d, r in zip(docs, results, strict=True)
             if d["id"] in stored and not isinstance(r, Exception)
         )
-        assert news.stream.consistency_errors() == []
+        assert engine_of(news).consistency_errors() == []
         assert len(news) == sum(1 for r in results if not isinstance(r, Exception))

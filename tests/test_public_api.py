@@ -21,6 +21,7 @@ PUBLIC = [
     "ConfigError",
     "Decision",
     "DedupConfig",
+    "Event",
     "EventConfig",
     "EventReport",
     "InputError",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import data_path, read_jsonl_gz
-from neardup.api import NewsIndex
+from neardup.api import NewsIndex, engine_of
 from neardup.detect.story import EventConfig, StoryConfig
 from neardup.detect.stream import CandidateConfig, Decision, NewsStream, StreamConfig
 from neardup.detect.stream.candidates import passage_fingerprints
@@ -413,8 +413,8 @@ def test_original_takeover(reuters_docs: list[dict[str, Any]], tmp_path: Path) -
         e = news.ingest({**base, "id": "a-tie", "date": "2024-01-01T09:00:00Z"})
         assert e.took_over[0] == "early"
         assert news.original_of("later") == "a-tie"
-        assert news.stream.indexed == 5
-        assert news.stream.consistency_errors() == []
+        assert engine_of(news).indexed == 5
+        assert engine_of(news).consistency_errors() == []
 
 
 def test_time_windows(reuters_docs: list[dict[str, Any]], tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neardup.api import NewsIndex
+from neardup.api import NewsIndex, engine_of
 from neardup.detect.story import StoryDesk
 from neardup.detect.stream import NewsStream, StreamConfig
 from neardup.errors import InputError, NotFoundError, StoreError
@@ -58,9 +58,9 @@ def test_stream_opens_the_burst_event_and_reports_it(tmp_path: Path) -> None:
         plain = report.to_dict()
         assert plain["opened_at"] and plain["articles"][0]["date"]
         # The store agrees with the detector: every member points at the event.
-        stored = {r.id for r in news.stream.store.event_articles(events[0].id)}
+        stored = {r.id for r in engine_of(news).store.event_articles(events[0].id)}
         assert stored == set(ids)
-        assert news.stream.consistency_errors() == []
+        assert engine_of(news).consistency_errors() == []
         # similar(): the reprint of a report is a duplicate in its group, not repeated.
         assert news.duplicates("reprint0") == ["quake3"]
         items = news.similar("quake3", 20)
@@ -118,7 +118,7 @@ def test_undated_and_tables_do_not_count_toward_events(tmp_path: Path) -> None:
     with NewsIndex(str(tmp_path / "t.db")) as news:
         news.ingest_many(as_docs(tables))
         assert news.events() == []
-        assert news.stream.consistency_errors() == []
+        assert engine_of(news).consistency_errors() == []
 
 
 def test_merge_resolves_and_survives_state_round_trip() -> None:

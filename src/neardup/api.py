@@ -40,7 +40,7 @@ from neardup.detect.stored import StoredResultSets
 from neardup.detect.story import EventReport
 from neardup.detect.stream import Decision, Match, NewsStream, StreamConfig
 from neardup.errors import NearDupError
-from neardup.records import Article, epoch_us, parse_date
+from neardup.records import Article, epoch_us, from_epoch_us, parse_date
 from neardup.rule import Verdict
 from neardup.store import open_store
 from neardup.store.sqlite import parse_sqlite_url
@@ -54,10 +54,6 @@ def _to_us(value: str | dt.datetime | None, name: str) -> int | None:
     except NearDupError as exc:
         raise type(exc)(f"{name}: {exc}") from exc
     return None if when is None else epoch_us(when)
-
-
-def _from_us(value: int) -> dt.datetime:
-    return _EPOCH + dt.timedelta(microseconds=value)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -233,7 +229,7 @@ class NewsIndex:
                     Event(
                         id=row.id,
                         opened_by=row.opened_by,
-                        opened_at=_from_us(row.opened_at_us),
+                        opened_at=from_epoch_us(row.opened_at_us),
                         title=summary["title"],
                         articles=summary["articles"],
                         sources=summary["sources"],

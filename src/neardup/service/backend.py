@@ -36,7 +36,7 @@ import numpy as np
 from neardup.api import NewsIndex, engine_of, sizes_of
 from neardup.detect.origin import OriginConfig, StoreFollower
 from neardup.errors import NearDupError, NotFoundError
-from neardup.records import Article
+from neardup.records import Article, from_epoch_us
 from neardup.service.settings import ServiceSettings
 from neardup.similarity import align_passages
 
@@ -108,8 +108,7 @@ class Backend(Protocol):
 def _iso_from_us(value: int | None) -> str | None:
     if value is None:
         return None
-    moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=value)
-    return plain(moment)  # type: ignore[no-any-return]
+    return plain(from_epoch_us(value))  # type: ignore[no-any-return]
 
 
 class LibraryBackend:
