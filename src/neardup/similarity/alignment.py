@@ -121,6 +121,8 @@ class AlignmentConfig(Config):
     max_gap_units: int = 4
     validation_cosine: float = 0.34
     min_passage_chars: int = 100
+    seed_relative: float = 0.7
+    single_unit_cosine: float = 0.5
     boundary_ngram: int = 3
     boundary_ngram_low: int = 1
     verbatim_share: float = 0.4
@@ -145,6 +147,8 @@ class AlignmentConfig(Config):
         check_int("max_gap_units", self.max_gap_units, low=0, high=10_000)
         check_range("validation_cosine", self.validation_cosine, low=0.0, high=1.0)
         check_int("min_passage_chars", self.min_passage_chars, low=0)
+        check_range("seed_relative", self.seed_relative, low=0.0, high=1.0)
+        check_range("single_unit_cosine", self.single_unit_cosine, low=0.0, high=1.0)
         check_int("boundary_ngram", self.boundary_ngram, low=0, high=16)
         check_int("boundary_ngram_low", self.boundary_ngram_low, low=0, high=16)
         check_range("verbatim_share", self.verbatim_share, low=0.0, high=1.0)
@@ -326,8 +330,11 @@ def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[
             f" built with ({pairs.min_cosine}, {pairs.min_dice})"
         )
     model = pairs.model
-    seeds = _seeds(pairs, cfg.seed_cosine, cfg.seed_dice)
-    passages = _filter(model, _extend(model, seeds, cfg.max_gap_units, cfg), cfg) if seeds else []
+    seeds = _seeds(pairs, cfg.seed_cosine, cfg.seed_dice, cfg.seed_relative)
+    clusters = _extend(model, seeds, cfg.max_gap_units, cfg) if seeds else []
+    # one suspicious unit is weak evidence: it must resemble its source span closely
+    clusters = [c for c in clusters if c[0][0] < c[0][1] or c[2] > cfg.single_unit_cosine]
+    passages = _filter(model, clusters, cfg)
     if cfg.verbatim_min_chars and passages:
         exact = _verbatim(model, passages, cfg)
         if exact is not None:
@@ -343,9 +350,23 @@ def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[
     return passages
 
 
-def _seeds(pairs: UnitPairs, cosine: float, dice: float) -> list[tuple[int, int]]:
+def _seeds(
+    pairs: UnitPairs, cosine: float, dice: float, relative: float = 0.0
+) -> list[tuple[int, int]]:
+    """Unit pairs above both thresholds; with ``relative`` > 0 only those whose cosine is at
+    least ``relative`` times the best seed cosine of their suspicious unit and of their source
+    unit: a unit's weak resemblances to other units of a repetitive text are not seeds
+    beside its true match, so they do not stretch the passage over those units."""
     keep = (pairs.cosine > cosine) & (pairs.dice > dice)
-    return list(zip(pairs.rows[keep].tolist(), pairs.cols[keep].tolist(), strict=True))
+    rows, cols, cos = pairs.rows[keep], pairs.cols[keep], pairs.cosine[keep]
+    if relative > 0.0 and len(rows):
+        best_row = np.zeros(int(rows.max()) + 1)
+        np.maximum.at(best_row, rows, cos)
+        best_col = np.zeros(int(cols.max()) + 1)
+        np.maximum.at(best_col, cols, cos)
+        ok = (cos >= relative * best_row[rows]) & (cos >= relative * best_col[cols])
+        rows, cols = rows[ok], cols[ok]
+    return list(zip(rows.tolist(), cols.tolist(), strict=True))
 
 
 def _summary(passages: list[AlignedPassage], source_length: int) -> AlignedPassage:
