@@ -123,6 +123,8 @@ class AlignmentConfig(Config):
     min_passage_chars: int = 100
     seed_relative: float = 0.7
     single_unit_cosine: float = 0.5
+    merge_gap_chars: int = 0
+    merge_share: float = 0.5
     boundary_ngram: int = 3
     boundary_ngram_low: int = 1
     verbatim_share: float = 0.4
@@ -149,6 +151,8 @@ class AlignmentConfig(Config):
         check_int("min_passage_chars", self.min_passage_chars, low=0)
         check_range("seed_relative", self.seed_relative, low=0.0, high=1.0)
         check_range("single_unit_cosine", self.single_unit_cosine, low=0.0, high=1.0)
+        check_int("merge_gap_chars", self.merge_gap_chars, low=0)
+        check_range("merge_share", self.merge_share, low=0.0, high=1.0)
         check_int("boundary_ngram", self.boundary_ngram, low=0, high=16)
         check_int("boundary_ngram_low", self.boundary_ngram_low, low=0, high=16)
         check_range("verbatim_share", self.verbatim_share, low=0.0, high=1.0)
@@ -338,7 +342,7 @@ def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[
     if cfg.verbatim_min_chars and passages:
         exact = _verbatim(model, passages, cfg)
         if exact is not None:
-            return exact
+            return _merge(model, exact, cfg)
     if cfg.summary_max_gap_units:
         loose = _seeds(pairs, cfg.summary_seed_cosine, cfg.summary_seed_dice)
         gap = cfg.summary_max_gap_units
@@ -347,7 +351,34 @@ def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[
         src = sum(p.source_length for p in wide)
         if wide and src >= cfg.summary_source_ratio * sum(p.this_length for p in wide):
             return [_summary(wide, model.src.length)]
-    return passages
+    return _merge(model, passages, cfg)
+
+
+def _merge(
+    model: _PairModel, passages: list[AlignedPassage], cfg: AlignmentConfig
+) -> list[AlignedPassage]:
+    """Neighbouring passages joined when at most ``merge_gap_chars`` of the suspicious text
+    lie between them and at least ``merge_share`` of the gap's tokens occur in the two source
+    spans' hull: one copy split by an edited stretch stays one passage (granularity), while a
+    new sentence between two copied paragraphs, whose words the source lacks, still splits."""
+    if cfg.merge_gap_chars <= 0 or len(passages) < 2:
+        return passages
+    out = [passages[0]]
+    for q in passages[1:]:
+        p = out[-1]
+        if q.this_offset - p.this_end <= cfg.merge_gap_chars:
+            lo, hi = min(p.source_offset, q.source_offset), max(p.source_end, q.source_end)
+            gap = _tokens_in(model.susp, p.this_end, q.this_offset)[0]
+            if gap:
+                known = set(_tokens_in(model.src, lo, hi)[0])
+                share = sum(f in known for f in gap) / len(gap)
+            if not gap or share >= cfg.merge_share:
+                sim = max(p.similarity, q.similarity)
+                end = max(p.this_end, q.this_end)
+                out[-1] = AlignedPassage(p.this_offset, end - p.this_offset, lo, hi - lo, sim)
+                continue
+        out.append(q)
+    return out
 
 
 def _seeds(
