@@ -132,6 +132,8 @@ class AlignmentConfig(Config):
     summary_source_ratio: float = 4.0
     summary_seed_cosine: float = 0.15
     summary_seed_dice: float = 0.33
+    summary_min_fill: float = 0.5
+    summary_copy_ratio: float = 1.5
     trim_whole_units: bool = True
     novel_cosine: float = 0.1
     boundary_window: int = 4
@@ -160,6 +162,8 @@ class AlignmentConfig(Config):
         check_range("summary_source_ratio", self.summary_source_ratio, low=1.0, high=1000.0)
         check_range("summary_seed_cosine", self.summary_seed_cosine, low=0.0, high=1.0)
         check_range("summary_seed_dice", self.summary_seed_dice, low=0.0, high=1.0)
+        check_range("summary_min_fill", self.summary_min_fill, low=0.0, high=1.0)
+        check_range("summary_copy_ratio", self.summary_copy_ratio, low=0.0, high=1000.0)
         check_int("verbatim_min_chars", self.verbatim_min_chars, low=0)
         check_int("boundary_window", self.boundary_window, low=1, high=64)
         check_range("novel_cosine", self.novel_cosine, low=0.0, high=1.0)
@@ -348,10 +352,31 @@ def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[
         gap = cfg.summary_max_gap_units
         # a summary leaves out most of its source: no cut at units it does not retell
         wide = _filter(model, _extend(model, loose, gap, cfg, 0.0), cfg) if loose else []
-        src = sum(p.source_length for p in wide)
-        if wide and src >= cfg.summary_source_ratio * sum(p.this_length for p in wide):
+        if wide and _is_summary(wide, passages, cfg):
             return [_summary(wide, model.src.length)]
     return _merge(model, passages, cfg)
+
+
+def _is_summary(
+    wide: list[AlignedPassage], passages: list[AlignedPassage], cfg: AlignmentConfig
+) -> bool:
+    """Whether the wide pass found a summary: its source spans are at least
+    ``summary_source_ratio`` times its suspicious spans; those fill at least
+    ``summary_min_fill`` of their hull (a summary is one compact passage, not scattered
+    pieces of a long text); and the strict passages do not already explain the hull as a
+    copy (covering at least 0.9 of it with a source / suspicious length ratio below
+    ``summary_copy_ratio``: a summary condenses, so sentence-to-sentence it maps to a longer
+    source span, a copy maps about one to one)."""
+    this = sum(p.this_length for p in wide)
+    if sum(p.source_length for p in wide) < cfg.summary_source_ratio * this:
+        return False
+    lo, hi = min(p.this_offset for p in wide), max(p.this_end for p in wide)
+    if this < cfg.summary_min_fill * (hi - lo):
+        return False
+    inside = [p for p in passages if p.this_offset < hi and lo < p.this_end]
+    covered = sum(min(p.this_end, hi) - max(p.this_offset, lo) for p in inside)
+    ratio = sum(p.source_length for p in inside) / max(1, sum(p.this_length for p in inside))
+    return not (covered >= 0.9 * (hi - lo) and ratio < cfg.summary_copy_ratio)
 
 
 def _merge(
