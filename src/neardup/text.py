@@ -760,6 +760,15 @@ def _is_false_stop(text: str, stop_start: int, stop: str, next_start: int) -> bo
         return True  # "e.g. the", "approx. three"
     if stop != ".":
         return False
+    # Two exits equal to the search below, without it: the word pattern must end right
+    # before the stop (or before a newline there, as ``$`` allows), and a word ending in
+    # seven word characters is neither an initial nor an abbreviation (none is that long).
+    # ``[^\W_]`` is exactly ``str.isalnum`` (checked over every code point in the tests).
+    last = text[stop_start - 1] if stop_start else "\n"
+    if not last.isalnum() and (last != "\n" or not stop_start):
+        return False
+    if stop_start >= 7 and text[stop_start - 7 : stop_start].isalnum():
+        return False
     before = _WORD_BEFORE_RE.search(text, max(0, stop_start - 24), stop_start)
     if before is None:
         return False

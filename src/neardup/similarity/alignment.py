@@ -116,15 +116,15 @@ class AlignmentConfig(Config):
 
     text: TextConfig = dataclasses.field(default_factory=_default_text_config)
     min_sentence_words: int = 3
-    seed_cosine: float = 0.25
+    seed_cosine: float = 0.2
     seed_dice: float = 0.2
-    max_gap_units: int = 4
-    validation_cosine: float = 0.34
+    max_gap_units: int = 3
+    validation_cosine: float = 0.3
     min_passage_chars: int = 100
-    seed_relative: float = 0.7
+    seed_relative: float = 0.8
     single_unit_cosine: float = 0.5
-    merge_gap_chars: int = 0
-    merge_share: float = 0.5
+    merge_gap_chars: int = 1000
+    merge_share: float = 0.8
     boundary_ngram: int = 3
     boundary_ngram_low: int = 1
     verbatim_share: float = 0.4
@@ -133,7 +133,7 @@ class AlignmentConfig(Config):
     summary_seed_cosine: float = 0.15
     summary_seed_dice: float = 0.33
     summary_min_fill: float = 0.5
-    summary_copy_ratio: float = 1.5
+    summary_copy_ratio: float = 2.0
     trim_whole_units: bool = True
     novel_cosine: float = 0.1
     boundary_window: int = 4
