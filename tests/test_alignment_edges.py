@@ -8,6 +8,8 @@ split them), and brute-force definitions of the seed filter and the merge rule.
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 import pytest
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 from neardup.similarity import AlignedPassage, AlignmentConfig, align_passages, prepare_text
 from neardup.similarity import alignment as alignment_module
 from neardup.similarity.alignment import UnitPairs, unit_pairs
-from neardup.text import sentence_spans
+from neardup.text import _ABBREVIATIONS, sentence_spans
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +192,75 @@ def _texts() -> list[str]:
 
 
 _TEXTS = _texts()
+
+
+# --- the text stage's fast sentence path equals its plain definition --------------------------
+
+_PLAIN_BOUNDARY = re.compile(
+    r"(?P<stop>[.!?…]+)(?P<close>[\"'”’)\]]*)(?P<space>\s+|$)"
+    r"|(?P<wide>[。！？]+[」』”’)）]*)\s*"
+    r"|(?P<para>\n[ \t\r\f\v]*\n\s*)"
+)
+_PLAIN_WORD_BEFORE = re.compile(r"([^\W_]+(?:\.[^\W_]+)*)$")
+
+
+def _plain_sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Sentence spans by the plain rule: every boundary match, the word before every single
+    full stop searched (no look-ahead, no shortcut)."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+
+    def add(a: int, b: int) -> None:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b > a:
+            spans.append((a, b))
+
+    for m in _PLAIN_BOUNDARY.finditer(text):
+        if m.group("stop") is not None:
+            if m.end() < len(text) and text[m.end()].islower():
+                continue
+            if m.group("stop") == ".":
+                before = _PLAIN_WORD_BEFORE.search(text, max(0, m.start() - 24), m.start())
+                if before is not None:
+                    word = before.group(1)
+                    if (len(word) == 1 and word.isalpha()) or word.lower() in _ABBREVIATIONS:
+                        continue
+            end = m.end("close")
+        elif m.group("wide") is not None:
+            end = m.end("wide")
+        else:
+            end = m.start()
+        add(start, end)
+        start = m.end()
+    add(start, len(text))
+    return spans
+
+
+def test_word_characters_are_exactly_isalnum() -> None:
+    """The shortcut in ``sentence_spans`` relies on ``[^\\W_]`` being ``str.isalnum``."""
+    word = re.compile(r"[^\W_]")
+    assert all(
+        bool(word.match(c)) == c.isalnum() for c in map(chr, range(sys.maxunicode + 1))
+    )
+
+
+_PIECES = st.sampled_from(
+    [".", ". ", "..", "!", "?", "…", "\n", "\n\n", " \n \n", "。", "！", "」", '"', ")", " ",
+     "a", "B", "J", "Mr", "mr", "e.g", "U.S", "approx", "Washington", "ab12", "x_y", "é",
+     "Ünd", "7", "abcdefg", "abcdef", "\t", "sept", "Sept"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=40))
+def test_sentence_spans_equal_the_plain_rule(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert sentence_spans(text) == _plain_sentence_spans(text)
+
+
+def test_sentence_spans_equal_the_plain_rule_on_real_text(articles: list[str]) -> None:
+    for text in articles[:300]:
+        assert sentence_spans(text) == _plain_sentence_spans(text)

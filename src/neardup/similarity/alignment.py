@@ -255,7 +255,10 @@ def _hashed_tokens(text: str, config: TextConfig) -> tuple[list[int], list[int],
         ]
         return [hashes[k] for k in kept], [starts[k] for k in kept], [ends[k] for k in kept]
     toks = tokenize(text, config)
-    return hash_forms(toks.forms, 0).tolist(), list(toks.starts), list(toks.ends)
+    # each distinct form hashed once (a text repeats most of its words)
+    distinct = list(dict.fromkeys(toks.forms))
+    hashed = dict(zip(distinct, hash_forms(distinct, 0).tolist(), strict=True))
+    return [hashed[f] for f in toks.forms], list(toks.starts), list(toks.ends)
 
 
 def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedText:
@@ -571,12 +574,11 @@ class _PairModel:
 
     def __init__(self, susp: PreparedText, src: PreparedText) -> None:
         self.susp, self.src = susp, src
-        df: Counter[int] = Counter()
-        for counts in (*susp.terms, *src.terms):
-            df.update(counts.keys())
+        df = Counter(itertools.chain.from_iterable(c.keys() for c in (*susp.terms, *src.terms)))
         n_units = len(susp) + len(src)
         # isf(t) = log(N / sf(t)); a term in every unit weighs 0 (it tells nothing apart).
-        self.isf = {t: math.log(n_units / f) for t, f in sorted(df.items())}
+        logs = {f: math.log(n_units / f) for f in set(df.values())}
+        self.isf = {t: logs[f] for t, f in df.items()}
         self.susp_vecs = [self._weights(c) for c in susp.terms]
         self.src_vecs = [self._weights(c) for c in src.terms]
         self._unit_cache: dict[tuple[int, int], dict[int, float]] = {}
