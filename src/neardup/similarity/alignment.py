@@ -63,6 +63,7 @@ import bisect
 import dataclasses
 import itertools
 import math
+import operator
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -611,13 +612,11 @@ class _PairModel:
         """
         empty_i = np.zeros(0, dtype=np.int64)
         empty_f = np.zeros(0, dtype=np.float64)
-        shared = sorted(
-            {t for c in self.susp.terms for t in c} & {t for c in self.src.terms for t in c}
-        )
-        if not shared:
+        flat_s, flat_r = _flat(self.susp_vecs), _flat(self.src_vecs)
+        shared = np.intersect1d(flat_s.terms, flat_r.terms)  # sorted: a term's column
+        if not len(shared):
             return empty_i, empty_i, empty_f, empty_f
-        col = {t: k for k, t in enumerate(shared)}
-        susp, src = _SparseRows(self.susp_vecs, col), _SparseRows(self.src_vecs, col)
+        susp, src = _SparseRows(flat_s, shared), _SparseRows(flat_r, shared)
         src_blocks = [
             (lo2, src.block(lo2, min(lo2 + _BLOCK_ROWS, len(src))))
             for lo2 in range(0, len(src), _BLOCK_ROWS)
@@ -653,38 +652,58 @@ class _PairModel:
         a = _sum_vecs(self.susp_vecs[susp_range[0] : susp_range[1] + 1])
         b = _sum_vecs(self.src_vecs[src_range[0] : src_range[1] + 1])
         dot = sum(x * b[t] for t, x in a.items() if t in b)
-        na = math.sqrt(sum(x * x for x in a.values()))
-        nb = math.sqrt(sum(x * x for x in b.values()))
+        na = _norm(a)
+        nb = _norm(b)
         return dot / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
+def _norm(vec: dict[int, float]) -> float:
+    """Euclidean norm, the squares summed in the dict's order (the same float every time)."""
+    return math.sqrt(sum(map(operator.mul, vec.values(), vec.values())))
+
+
 def _unit(vec: dict[int, float]) -> dict[int, float]:
-    norm = math.sqrt(sum(x * x for x in vec.values()))
+    norm = _norm(vec)
     return {t: x / norm for t, x in vec.items()} if norm > 0 else {}
 
 
-class _SparseRows:
-    """Units of one side as sparse rows over the shared terms (CSR), with each unit's full
-    vector norm and its number of distinct terms (all terms, shared or not)."""
+class _Flat(NamedTuple):
+    """The entries of a side's unit vectors in one run: unit, term, weight (dict order), and
+    each unit's norm and number of distinct terms."""
 
-    def __init__(self, vecs: Sequence[dict[int, float]], col: dict[int, int]) -> None:
-        ptr = [0]
-        ids: list[int] = []
-        vals: list[float] = []
-        for vec in vecs:
-            for t, x in vec.items():
-                k = col.get(t)
-                if k is not None:
-                    ids.append(k)
-                    vals.append(x)
-            ptr.append(len(ids))
-        self.ptr = np.array(ptr, dtype=np.int64)
-        self.ids = np.array(ids, dtype=np.int64)
-        self.vals = np.array(vals, dtype=np.float64)
-        self.norms = np.array(
-            [math.sqrt(sum(x * x for x in v.values())) for v in vecs], dtype=np.float64
-        )
-        self.sizes = np.array([len(v) for v in vecs], dtype=np.float64)
+    rows: np.ndarray[Any, np.dtype[np.int64]]
+    terms: np.ndarray[Any, np.dtype[np.uint64]]
+    vals: _FloatArray
+    norms: _FloatArray
+    sizes: _FloatArray
+
+
+def _flat(vecs: Sequence[dict[int, float]]) -> _Flat:
+    sizes = [len(v) for v in vecs]
+    total = sum(sizes)
+    terms = np.fromiter(itertools.chain.from_iterable(vecs), dtype=np.uint64, count=total)
+    vals = np.fromiter(
+        itertools.chain.from_iterable(v.values() for v in vecs), dtype=np.float64, count=total
+    )
+    rows = np.repeat(np.arange(len(vecs), dtype=np.int64), sizes)
+    norms = np.array([_norm(v) for v in vecs], dtype=np.float64)
+    return _Flat(rows, terms, vals, norms, np.array(sizes, dtype=np.float64))
+
+
+class _SparseRows:
+    """Units of one side as sparse rows over the shared terms (CSR; a term's column is its
+    index in the sorted ``shared``), with each unit's full vector norm and its number of
+    distinct terms (all terms, shared or not)."""
+
+    def __init__(self, flat: _Flat, shared: np.ndarray[Any, np.dtype[np.uint64]]) -> None:
+        pos = np.minimum(np.searchsorted(shared, flat.terms), len(shared) - 1)
+        hit = shared[pos] == flat.terms
+        counts = np.bincount(flat.rows[hit], minlength=len(flat.norms))
+        self.ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self.ids = pos[hit].astype(np.int64)
+        self.vals = flat.vals[hit]
+        self.norms = flat.norms
+        self.sizes = flat.sizes
 
     def __len__(self) -> int:
         return len(self.ptr) - 1
