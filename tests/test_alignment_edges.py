@@ -166,9 +166,7 @@ def test_merge_equals_its_definition(data: st.DataObject) -> None:
         merge_share=data.draw(st.sampled_from([0.0, 0.5, 0.8, 1.0])),
     )
     model = unit_pairs(prepare_text(src_text, cfg), prepare_text(susp_text, cfg), 0.2, 0.2).model
-    cuts = sorted(
-        set(data.draw(st.lists(st.integers(0, len(susp_text)), min_size=2, max_size=10)))
-    )
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(susp_text)), min_size=2, max_size=10))))
     passages = []
     for x, y in zip(cuts[::2], cuts[1::2], strict=False):
         if y > x:
@@ -178,7 +176,9 @@ def test_merge_equals_its_definition(data: st.DataObject) -> None:
     if not passages:
         return
     got = alignment_module._merge(model, passages, cfg)
-    assert got == _merge_brute(passages, cfg.merge_gap_chars, cfg.merge_share, model.susp, model.src)
+    assert got == _merge_brute(
+        passages, cfg.merge_gap_chars, cfg.merge_share, model.susp, model.src
+    )
     assert len(got) <= len(passages)
 
 
@@ -242,9 +242,7 @@ def _plain_sentence_spans(text: str) -> list[tuple[int, int]]:
 def test_word_characters_are_exactly_isalnum() -> None:
     """The shortcut in ``sentence_spans`` relies on ``[^\\W_]`` being ``str.isalnum``."""
     word = re.compile(r"[^\W_]")
-    assert all(
-        bool(word.match(c)) == c.isalnum() for c in map(chr, range(sys.maxunicode + 1))
-    )
+    assert all(bool(word.match(c)) == c.isalnum() for c in map(chr, range(sys.maxunicode + 1)))
 
 
 _PIECES = st.sampled_from(

@@ -796,8 +796,10 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
             after = match.end()
             if after < n and text[after].islower():
                 continue  # "e.g. the", "approx. three"
-            if stop_end - stop_start == 1 and text[stop_start] == "." and _is_false_dot(
-                text, stop_start
+            if (
+                stop_end - stop_start == 1
+                and text[stop_start] == "."
+                and _is_false_dot(text, stop_start)
             ):
                 continue
             end = match.end(2)
