@@ -121,12 +121,13 @@ def _cached_predictor(
 # --- tuning --------------------------------------------------------------------------------------
 
 #: The grid :func:`tune_alignment` searches by default: the relative seeds, the validation,
-#: the gap and the summary's copy test around the defaults (docs/eval.md has the other grids).
+#: the gap, the summary's copy test and where boundaries are searched, around the defaults (docs/eval.md has the other grids).
 TUNING_GRID: dict[str, tuple[Any, ...]] = {
     "seed_relative": (0.7, 0.8, 0.9),
     "validation_cosine": (0.3, 0.34),
     "summary_copy_ratio": (1.5, 2.0),
     "max_gap_units": (3, 4, 6),
+    "trim_whole_units": (True, False),
 }
 
 #: Categories whose PAN precision must reach ``min_precision`` for a config to rank first.

@@ -29,7 +29,9 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
    a word ``boundary_ngram``-gram found in the other side's span (unigrams,
    ``boundary_ngram_low``, unless ``verbatim_share`` of the passage's n-grams are shared)
    that opens (closes) a window of ``boundary_window`` tokens at least
-   ``boundary_density`` of which are shared, searched over the whole edge; a boundary moves
+   ``boundary_density`` of which are shared, searched within the first (last) unit, or over
+   the whole span with ``trim_whole_units`` (which, once relative seeds keep the span to
+   the copy, trims more of the copy than of its surroundings); a boundary moves
    only when words are dropped, so a copy of whole sentences keeps its sentence span.  A
    suspicious unit between two seeds that resembles no unit of the source span (best
    tf-isf cosine <= ``novel_cosine``) cuts the passage: a new sentence between two copied
@@ -134,10 +136,10 @@ class AlignmentConfig(Config):
     min_sentence_words: int = 3
     seed_cosine: float = 0.2
     seed_dice: float = 0.2
-    max_gap_units: int = 3
+    max_gap_units: int = 6
     validation_cosine: float = 0.3
     min_passage_chars: int = 100
-    seed_relative: float = 0.8
+    seed_relative: float = 0.9
     single_unit_cosine: float = 0.5
     merge_gap_chars: int = 1000
     merge_share: float = 0.8
@@ -149,8 +151,8 @@ class AlignmentConfig(Config):
     summary_seed_cosine: float = 0.15
     summary_seed_dice: float = 0.33
     summary_min_fill: float = 0.5
-    summary_copy_ratio: float = 2.0
-    trim_whole_units: bool = True
+    summary_copy_ratio: float = 1.5
+    trim_whole_units: bool = False
     novel_cosine: float = 0.1
     boundary_window: int = 4
     boundary_density: float = 0.5
