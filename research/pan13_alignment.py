@@ -121,7 +121,8 @@ def _cached_predictor(
 # --- tuning --------------------------------------------------------------------------------------
 
 #: The grid :func:`tune_alignment` searches by default: the relative seeds, the validation,
-#: the gap, the summary's copy test and where boundaries are searched, around the defaults (docs/eval.md has the other grids).
+#: the gap, the summary's copy test and where boundaries are searched, around the defaults
+#: (docs/eval.md has the other grids).
 TUNING_GRID: dict[str, tuple[Any, ...]] = {
     "seed_relative": (0.7, 0.8, 0.9),
     "validation_cosine": (0.3, 0.34),
