@@ -30,8 +30,7 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
    ``boundary_ngram_low``, unless ``verbatim_share`` of the passage's n-grams are shared)
    that opens (closes) a window of ``boundary_window`` tokens at least
    ``boundary_density`` of which are shared, searched within the first (last) unit, or over
-   the whole span with ``trim_whole_units`` (which, once relative seeds keep the span to
-   the copy, trims more of the copy than of its surroundings); a boundary moves
+   the whole span with ``trim_whole_units``; a boundary moves
    only when words are dropped, so a copy of whole sentences keeps its sentence span.  A
    suspicious unit between two seeds that resembles no unit of the source span (best
    tf-isf cosine <= ``novel_cosine``) cuts the passage: a new sentence between two copied
