@@ -11,7 +11,7 @@ a stable hash (xxh64) of its ids; parameters are chosen on one half and reported
 
 Run:
     python research/pan13_alignment.py --score passages --split test     # one aligner's table
-    python research/pan13_alignment.py --tune [--split tune] [--limit N]  # rank the grid
+    python research/pan13_alignment.py --tune [--split tune] [--limit N] [--min-precision 0.9]
     python research/pan13_alignment.py --out docs/origin                   # origin's tables
 
 The same scores on any labelled pairs in this format: ``neardup eval alignment LABELS --docs
@@ -120,14 +120,19 @@ def _cached_predictor(
 
 # --- tuning --------------------------------------------------------------------------------------
 
-#: The grid :func:`tune_alignment` searches by default: the boundary and summary settings
-#: around the defaults (the seed settings' grid around the paper's values is in docs/eval.md).
+#: The grid :func:`tune_alignment` searches by default: the relative seeds, the validation,
+#: the gap, the summary's copy test and where boundaries are searched, around the defaults
+#: (docs/eval.md has the other grids).
 TUNING_GRID: dict[str, tuple[Any, ...]] = {
-    "boundary_window": (4, 6, 8),
-    "boundary_density": (0.5, 0.6),
-    "summary_source_ratio": (3.0, 4.0, 5.0),
-    "novel_cosine": (0.0, 0.1),
+    "seed_relative": (0.7, 0.8, 0.9),
+    "validation_cosine": (0.3, 0.34),
+    "summary_copy_ratio": (1.5, 2.0),
+    "max_gap_units": (3, 4, 6),
+    "trim_whole_units": (True, False),
 }
+
+#: Categories whose PAN precision must reach ``min_precision`` for a config to rank first.
+PRECISION_CATEGORIES = ("03-random-obfuscation", "04-translation-obfuscation")
 
 #: Categories whose PAN plagdet the tuning objective averages (every category with cases).
 TUNING_CATEGORIES = (
@@ -145,11 +150,14 @@ def tune_alignment(
     base: AlignmentConfig | None = None,
     split: str = "tune",
     limit: int | None = None,
+    min_precision: float = 0.0,
     progress: Callable[[str], None] | None = None,
 ) -> list[tuple[float, AlignmentConfig, dict[str, AlignmentScore]]]:
     """Score every config of ``grid`` (fields of :class:`AlignmentConfig` over ``base``) on one
-    half; best first by the mean PAN plagdet of :data:`TUNING_CATEGORIES` (ties: mean micro
-    F1, then fewer false-positive characters on no-plagiarism, then grid order)."""
+    half; best first: configs whose PAN precision on each of :data:`PRECISION_CATEGORIES`
+    is at least ``min_precision`` before the others, then by the mean PAN plagdet of
+    :data:`TUNING_CATEGORIES` (ties: mean micro F1, then fewer false-positive characters on
+    no-plagiarism, then grid order)."""
     texts, pairs = load(data_dir, split, limit)
     space = dict(grid or TUNING_GRID)
     base_cfg = base or AlignmentConfig()
@@ -162,7 +170,7 @@ def tune_alignment(
     floors = (min(c.seed_floors[0] for c in configs), min(c.seed_floors[1] for c in configs))
     seeded: dict[tuple[Any, ...], dict[str, UnitPairs]] = {}
     rows: list[
-        tuple[tuple[float, float, int, int], AlignmentConfig, dict[str, AlignmentScore]]
+        tuple[tuple[int, float, float, int, int], AlignmentConfig, dict[str, AlignmentScore]]
     ] = []
     for n, cfg in enumerate(configs):
         key = (cfg.text, cfg.min_sentence_words, cfg.max_text_chars)
@@ -179,12 +187,17 @@ def tune_alignment(
             np.mean([scores[c].plagdet or 0.0 for c in TUNING_CATEGORIES if c in scores])
         )
         fp = scores["01-no-plagiarism"].predicted_chars if "01-no-plagiarism" in scores else 0
-        rows.append(((-plagdet, -f1, fp, n), cfg, scores))
+        short = any(
+            (scores[c].pan_precision or 0.0) < min_precision
+            for c in PRECISION_CATEGORIES
+            if c in scores
+        )
+        rows.append(((int(short), -plagdet, -f1, fp, n), cfg, scores))
         if progress:
             changed = {k: getattr(cfg, k) for k in space}
             progress(f"tune {n + 1}/{len(configs)}: {changed} plagdet {plagdet:.4f}")
     rows.sort(key=lambda r: r[0])
-    return [(-key[0], cfg, scores) for key, cfg, scores in rows]
+    return [(-key[1], cfg, scores) for key, cfg, scores in rows]
 
 
 # --- rendering and the runs of docs/origin.md ---------------------------------------------
@@ -266,6 +279,12 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--score", choices=("passages", "origin"), help="score on --split")
     parser.add_argument("--split", choices=SPLITS, default="tune")
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument(
+        "--min-precision",
+        type=float,
+        default=0.0,
+        help="with --tune: configs below this PAN precision on random or translation rank last",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if args.score:
@@ -275,7 +294,13 @@ def main(argv: Iterable[str] | None = None) -> int:
         print(render_markdown({f"{args.score}, {args.split} half": scores}))
         return 0
     if args.tune:
-        ranked = tune_alignment(args.data, split=args.split, limit=args.limit, progress=say)
+        ranked = tune_alignment(
+            args.data,
+            split=args.split,
+            limit=args.limit,
+            min_precision=args.min_precision,
+            progress=say,
+        )
         base = AlignmentConfig().to_dict()
         for plagdet, cfg, scores in ranked[: args.top]:
             changed = {k: v for k, v in cfg.to_dict().items() if v != base[k]}

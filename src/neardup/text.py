@@ -746,19 +746,28 @@ _ABBREVIATIONS = frozenset(
     u.s u.k u.n e.g i.e a.m p.m""".split()  # noqa: SIM905
 )
 
+# The leading look-ahead lists the first characters of the three alternatives: it changes no
+# match, and lets the engine skip to candidate positions instead of trying every alternative
+# at every character.
 _BOUNDARY_RE = re.compile(
-    r"(?P<stop>[.!?…]+)(?P<close>[\"'”’)\]]*)(?P<space>\s+|$)"
+    r"(?=[.!?…。！？\n])"
+    r"(?:(?P<stop>[.!?…]+)(?P<close>[\"'”’)\]]*)(?P<space>\s+|$)"
     r"|(?P<wide>[。！？]+[」』”’)）]*)\s*"
-    r"|(?P<para>\n[ \t\r\f\v]*\n\s*)"
+    r"|(?P<para>\n[ \t\r\f\v]*\n\s*))"
 )
 _WORD_BEFORE_RE = re.compile(r"([^\W_]+(?:\.[^\W_]+)*)$")
 
 
-def _is_false_stop(text: str, stop_start: int, stop: str, next_start: int) -> bool:
-    """True when a ``.`` at ``stop_start`` does not end a sentence."""
-    if next_start < len(text) and text[next_start].islower():
-        return True  # "e.g. the", "approx. three"
-    if stop != ".":
+def _is_false_dot(text: str, stop_start: int) -> bool:
+    """True when the single ``.`` at ``stop_start`` follows an initial or an abbreviation."""
+    # Two exits equal to the search below, without it: the word pattern must end right
+    # before the stop (or before a newline there, as ``$`` allows), and a word ending in
+    # seven word characters is neither an initial nor an abbreviation (none is that long).
+    # ``[^\W_]`` is exactly ``str.isalnum`` (checked over every code point in the tests).
+    last = text[stop_start - 1] if stop_start else " "
+    if not last.isalnum() and last != "\n":
+        return False
+    if stop_start >= 7 and text[stop_start - 7 : stop_start].isalnum():
         return False
     before = _WORD_BEFORE_RE.search(text, max(0, stop_start - 24), stop_start)
     if before is None:
@@ -778,18 +787,34 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     text = ensure_text(text)
     spans: list[tuple[int, int]] = []
     start = 0
+    n = len(text)
+    # Groups by number: 1 stop, 2 close, 4 wide (the pattern's named groups, read by index
+    # once per boundary; equal to reading them by name).
     for match in _BOUNDARY_RE.finditer(text):
-        if match.group("stop") is not None:
-            if _is_false_stop(text, match.start(), match.group("stop"), match.end()):
+        stop_start, stop_end = match.span(1)
+        if stop_start >= 0:
+            after = match.end()
+            if after < n and text[after].islower():
+                continue  # "e.g. the", "approx. three"
+            if (
+                stop_end - stop_start == 1
+                and text[stop_start] == "."
+                and _is_false_dot(text, stop_start)
+            ):
                 continue
-            end = match.end("close")
-        elif match.group("wide") is not None:
-            end = match.end("wide")
+            end = match.end(2)
+        elif match.start(4) >= 0:
+            end = match.end(4)
         else:
             end = match.start()
-        _append_stripped(text, start, end, spans)
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end > start:
+            spans.append((start, end))
         start = match.end()
-    _append_stripped(text, start, len(text), spans)
+    _append_stripped(text, start, n, spans)
     return spans
 
 

@@ -13,25 +13,36 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
    when both its cosine exceeds ``seed_cosine`` and the Dice coefficient of the two sets of
    terms exceeds ``seed_dice``.  Because the measures ignore order and survive some changed
    words, seeds survive word shuffles, insertions, deletions and synonym replacement, which
-   break exact n-gram matches.
+   break exact n-gram matches.  A unit pair is kept as a seed only when its cosine is at
+   least ``seed_relative`` times the best seed cosine of its suspicious unit and of its
+   source unit (our addition): in repetitive pages a sentence weakly resembles many others
+   beside its true match, and those weak seeds would stretch the passage over them.
 3. **Extension.**  Seeds are clustered: sorted by their suspicious-side unit, split wherever
    more than ``max_gap_units`` units lie between two neighbours, then the same on the source
    side, alternating until nothing splits.  A cluster spans from its first to its last unit
    on each side; it is kept when the cosine of the two spans (sum of their unit vectors)
    exceeds ``validation_cosine``, else it is re-clustered with a gap one smaller (down to 0).
+   A cluster of one suspicious unit is weak evidence and is kept only when its span cosine
+   exceeds ``single_unit_cosine``.
 4. **Boundaries** (our addition, tuned on half of PAN13).  Copies rarely start and end at
    sentence boundaries: on each side the passage starts (ends) at the first (last) token of
    a word ``boundary_ngram``-gram found in the other side's span (unigrams,
    ``boundary_ngram_low``, unless ``verbatim_share`` of the passage's n-grams are shared)
    that opens (closes) a window of ``boundary_window`` tokens at least
-   ``boundary_density`` of which are shared, searched over the whole edge; a boundary moves
+   ``boundary_density`` of which are shared, searched within the first (last) unit, or over
+   the whole span with ``trim_whole_units``; a boundary moves
    only when words are dropped, so a copy of whole sentences keeps its sentence span.  A
    suspicious unit between two seeds that resembles no unit of the source span (best
    tf-isf cosine <= ``novel_cosine``) cuts the passage: a new sentence between two copied
    paragraphs ends the first and starts the second.
 5. **Filtering.**  Of two passages overlapping on the suspicious side the one with the higher
    span similarity is kept (ties: the longer); passages shorter than ``min_passage_chars`` on
-   either side are dropped.
+   either side are dropped.  Neighbouring passages (of this step or the next) at most
+   ``merge_gap_chars`` apart on the suspicious side are joined when at least
+   ``merge_share`` of the tokens between them occur in their source spans' hull (adaptive
+   merging of adjacent detections, common among the PAN 2014 systems that Potthast et al.
+   survey): one copy cut by an edited stretch stays one passage, while a new sentence
+   between two copied paragraphs, whose words the source lacks, still splits them.
 6. **Verbatim pairs** (Sanchez-Perez, Gelbukh & Sidorov, "Adaptive Algorithm for Plagiarism
    Detection: The Best-Performing Approach at PAN 2014 Text Alignment Competition", CLEF
    2015): when a passage shares a run of equal words (:func:`common_runs`) of at least
@@ -44,7 +55,10 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
    ``summary_seed_dice``) are extended with the wide gap ``summary_max_gap_units``; when the
    source side of the result is at least ``summary_source_ratio`` times its suspicious side,
    the pair is a summary and is answered with one passage, the hull of the suspicious side,
-   aligned with the whole source.
+   aligned with the whole source; provided the wide passages fill at least
+   ``summary_min_fill`` of that hull (a summary is one compact passage) and the strict
+   passages do not already explain the hull as a copy (a summary condenses, so it maps to
+   a source span ``summary_copy_ratio`` times longer or more; a copy maps about one to one).
 
 Terms are the 64-bit hashes of the text stage's forms (:func:`neardup.shingles.hash_forms`);
 ASCII texts take the compiled token path (:mod:`neardup.similarity.spans`).
@@ -63,6 +77,7 @@ import bisect
 import dataclasses
 import itertools
 import math
+import operator
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -105,10 +120,12 @@ class AlignmentConfig(Config):
     """Parameters of :func:`align_passages` (steps in the module docstring).
 
     The defaults were chosen on the tuning half of PAN13 by the mean plagdet of its four
-    categories (``docs/eval.md``); the paper's own values are ``seed_cosine=0.33,
+    categories among the settings with PAN precision at least 0.9 on random and translation
+    obfuscation (``docs/eval.md``); the paper's own values are ``seed_cosine=0.33,
     seed_dice=0.33, max_gap_units=4, validation_cosine=0.34, min_passage_chars=150``
-    without boundary trimming (``boundary_ngram=0,
-    boundary_ngram_low=0``), and without the verbatim (``verbatim_min_chars=0``) and summary
+    without boundary trimming (``boundary_ngram=0, boundary_ngram_low=0``), relative seeds
+    (``seed_relative=0``), the single-unit rule (``single_unit_cosine=0``), merging
+    (``merge_gap_chars=0``), and without the verbatim (``verbatim_min_chars=0``) and summary
     (``summary_max_gap_units=0``) steps.
     """
 
@@ -116,11 +133,15 @@ class AlignmentConfig(Config):
 
     text: TextConfig = dataclasses.field(default_factory=_default_text_config)
     min_sentence_words: int = 3
-    seed_cosine: float = 0.25
+    seed_cosine: float = 0.2
     seed_dice: float = 0.2
-    max_gap_units: int = 4
-    validation_cosine: float = 0.34
+    max_gap_units: int = 6
+    validation_cosine: float = 0.3
     min_passage_chars: int = 100
+    seed_relative: float = 0.9
+    single_unit_cosine: float = 0.5
+    merge_gap_chars: int = 1000
+    merge_share: float = 0.8
     boundary_ngram: int = 3
     boundary_ngram_low: int = 1
     verbatim_share: float = 0.4
@@ -128,7 +149,9 @@ class AlignmentConfig(Config):
     summary_source_ratio: float = 4.0
     summary_seed_cosine: float = 0.15
     summary_seed_dice: float = 0.33
-    trim_whole_units: bool = True
+    summary_min_fill: float = 0.5
+    summary_copy_ratio: float = 1.5
+    trim_whole_units: bool = False
     novel_cosine: float = 0.1
     boundary_window: int = 4
     boundary_density: float = 0.5
@@ -145,6 +168,10 @@ class AlignmentConfig(Config):
         check_int("max_gap_units", self.max_gap_units, low=0, high=10_000)
         check_range("validation_cosine", self.validation_cosine, low=0.0, high=1.0)
         check_int("min_passage_chars", self.min_passage_chars, low=0)
+        check_range("seed_relative", self.seed_relative, low=0.0, high=1.0)
+        check_range("single_unit_cosine", self.single_unit_cosine, low=0.0, high=1.0)
+        check_int("merge_gap_chars", self.merge_gap_chars, low=0)
+        check_range("merge_share", self.merge_share, low=0.0, high=1.0)
         check_int("boundary_ngram", self.boundary_ngram, low=0, high=16)
         check_int("boundary_ngram_low", self.boundary_ngram_low, low=0, high=16)
         check_range("verbatim_share", self.verbatim_share, low=0.0, high=1.0)
@@ -152,6 +179,8 @@ class AlignmentConfig(Config):
         check_range("summary_source_ratio", self.summary_source_ratio, low=1.0, high=1000.0)
         check_range("summary_seed_cosine", self.summary_seed_cosine, low=0.0, high=1.0)
         check_range("summary_seed_dice", self.summary_seed_dice, low=0.0, high=1.0)
+        check_range("summary_min_fill", self.summary_min_fill, low=0.0, high=1.0)
+        check_range("summary_copy_ratio", self.summary_copy_ratio, low=0.0, high=1000.0)
         check_int("verbatim_min_chars", self.verbatim_min_chars, low=0)
         check_int("boundary_window", self.boundary_window, low=1, high=64)
         check_range("novel_cosine", self.novel_cosine, low=0.0, high=1.0)
@@ -243,7 +272,10 @@ def _hashed_tokens(text: str, config: TextConfig) -> tuple[list[int], list[int],
         ]
         return [hashes[k] for k in kept], [starts[k] for k in kept], [ends[k] for k in kept]
     toks = tokenize(text, config)
-    return hash_forms(toks.forms, 0).tolist(), list(toks.starts), list(toks.ends)
+    # each distinct form hashed once (a text repeats most of its words)
+    distinct = list(dict.fromkeys(toks.forms))
+    hashed = dict(zip(distinct, hash_forms(distinct, 0).tolist(), strict=True))
+    return [hashed[f] for f in toks.forms], list(toks.starts), list(toks.ends)
 
 
 def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedText:
@@ -326,26 +358,91 @@ def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[
             f" built with ({pairs.min_cosine}, {pairs.min_dice})"
         )
     model = pairs.model
-    seeds = _seeds(pairs, cfg.seed_cosine, cfg.seed_dice)
-    passages = _filter(model, _extend(model, seeds, cfg.max_gap_units, cfg), cfg) if seeds else []
+    seeds = _seeds(pairs, cfg.seed_cosine, cfg.seed_dice, cfg.seed_relative)
+    clusters = _extend(model, seeds, cfg.max_gap_units, cfg) if seeds else []
+    # one suspicious unit is weak evidence: it must resemble its source span closely
+    clusters = [c for c in clusters if c[0][0] < c[0][1] or c[2] > cfg.single_unit_cosine]
+    passages = _filter(model, clusters, cfg)
     if cfg.verbatim_min_chars and passages:
         exact = _verbatim(model, passages, cfg)
         if exact is not None:
-            return exact
+            return _merge(model, exact, cfg)
     if cfg.summary_max_gap_units:
         loose = _seeds(pairs, cfg.summary_seed_cosine, cfg.summary_seed_dice)
         gap = cfg.summary_max_gap_units
         # a summary leaves out most of its source: no cut at units it does not retell
         wide = _filter(model, _extend(model, loose, gap, cfg, 0.0), cfg) if loose else []
-        src = sum(p.source_length for p in wide)
-        if wide and src >= cfg.summary_source_ratio * sum(p.this_length for p in wide):
+        if wide and _is_summary(wide, passages, cfg):
             return [_summary(wide, model.src.length)]
-    return passages
+    return _merge(model, passages, cfg)
 
 
-def _seeds(pairs: UnitPairs, cosine: float, dice: float) -> list[tuple[int, int]]:
+def _is_summary(
+    wide: list[AlignedPassage], passages: list[AlignedPassage], cfg: AlignmentConfig
+) -> bool:
+    """Whether the wide pass found a summary: its source spans are at least
+    ``summary_source_ratio`` times its suspicious spans; those fill at least
+    ``summary_min_fill`` of their hull (a summary is one compact passage, not scattered
+    pieces of a long text); and the strict passages do not already explain the hull as a
+    copy (covering at least 0.9 of it with a source / suspicious length ratio below
+    ``summary_copy_ratio``: a summary condenses, so sentence-to-sentence it maps to a longer
+    source span, a copy maps about one to one)."""
+    this = sum(p.this_length for p in wide)
+    if sum(p.source_length for p in wide) < cfg.summary_source_ratio * this:
+        return False
+    lo, hi = min(p.this_offset for p in wide), max(p.this_end for p in wide)
+    if this < cfg.summary_min_fill * (hi - lo):
+        return False
+    inside = [p for p in passages if p.this_offset < hi and lo < p.this_end]
+    covered = sum(min(p.this_end, hi) - max(p.this_offset, lo) for p in inside)
+    ratio = sum(p.source_length for p in inside) / max(1, sum(p.this_length for p in inside))
+    return not (covered >= 0.9 * (hi - lo) and ratio < cfg.summary_copy_ratio)
+
+
+def _merge(
+    model: _PairModel, passages: list[AlignedPassage], cfg: AlignmentConfig
+) -> list[AlignedPassage]:
+    """Neighbouring passages joined when at most ``merge_gap_chars`` of the suspicious text
+    lie between them and at least ``merge_share`` of the gap's tokens occur in the two source
+    spans' hull: one copy split by an edited stretch stays one passage (granularity), while a
+    new sentence between two copied paragraphs, whose words the source lacks, still splits."""
+    if cfg.merge_gap_chars <= 0 or len(passages) < 2:
+        return passages
+    out = [passages[0]]
+    for q in passages[1:]:
+        p = out[-1]
+        if q.this_offset - p.this_end <= cfg.merge_gap_chars:
+            lo, hi = min(p.source_offset, q.source_offset), max(p.source_end, q.source_end)
+            gap = _tokens_in(model.susp, p.this_end, q.this_offset)[0]
+            if gap:
+                known = set(_tokens_in(model.src, lo, hi)[0])
+                share = sum(f in known for f in gap) / len(gap)
+            if not gap or share >= cfg.merge_share:
+                sim = max(p.similarity, q.similarity)
+                end = max(p.this_end, q.this_end)
+                out[-1] = AlignedPassage(p.this_offset, end - p.this_offset, lo, hi - lo, sim)
+                continue
+        out.append(q)
+    return out
+
+
+def _seeds(
+    pairs: UnitPairs, cosine: float, dice: float, relative: float = 0.0
+) -> list[tuple[int, int]]:
+    """Unit pairs above both thresholds; with ``relative`` > 0 only those whose cosine is at
+    least ``relative`` times the best seed cosine of their suspicious unit and of their source
+    unit: a unit's weak resemblances to other units of a repetitive text are not seeds
+    beside its true match, so they do not stretch the passage over those units."""
     keep = (pairs.cosine > cosine) & (pairs.dice > dice)
-    return list(zip(pairs.rows[keep].tolist(), pairs.cols[keep].tolist(), strict=True))
+    rows, cols, cos = pairs.rows[keep], pairs.cols[keep], pairs.cosine[keep]
+    if relative > 0.0 and len(rows):
+        best_row = np.zeros(int(rows.max()) + 1)
+        np.maximum.at(best_row, rows, cos)
+        best_col = np.zeros(int(cols.max()) + 1)
+        np.maximum.at(best_col, cols, cos)
+        ok = (cos >= relative * best_row[rows]) & (cos >= relative * best_col[cols])
+        rows, cols = rows[ok], cols[ok]
+    return list(zip(rows.tolist(), cols.tolist(), strict=True))
 
 
 def _summary(passages: list[AlignedPassage], source_length: int) -> AlignedPassage:
@@ -494,12 +591,11 @@ class _PairModel:
 
     def __init__(self, susp: PreparedText, src: PreparedText) -> None:
         self.susp, self.src = susp, src
-        df: Counter[int] = Counter()
-        for counts in (*susp.terms, *src.terms):
-            df.update(counts.keys())
+        df = Counter(itertools.chain.from_iterable(c.keys() for c in (*susp.terms, *src.terms)))
         n_units = len(susp) + len(src)
         # isf(t) = log(N / sf(t)); a term in every unit weighs 0 (it tells nothing apart).
-        self.isf = {t: math.log(n_units / f) for t, f in sorted(df.items())}
+        logs = {f: math.log(n_units / f) for f in set(df.values())}
+        self.isf = {t: logs[f] for t, f in df.items()}
         self.susp_vecs = [self._weights(c) for c in susp.terms]
         self.src_vecs = [self._weights(c) for c in src.terms]
         self._unit_cache: dict[tuple[int, int], dict[int, float]] = {}
@@ -532,13 +628,11 @@ class _PairModel:
         """
         empty_i = np.zeros(0, dtype=np.int64)
         empty_f = np.zeros(0, dtype=np.float64)
-        shared = sorted(
-            {t for c in self.susp.terms for t in c} & {t for c in self.src.terms for t in c}
-        )
-        if not shared:
+        flat_s, flat_r = _flat(self.susp_vecs), _flat(self.src_vecs)
+        shared = np.intersect1d(flat_s.terms, flat_r.terms)  # sorted: a term's column
+        if not len(shared):
             return empty_i, empty_i, empty_f, empty_f
-        col = {t: k for k, t in enumerate(shared)}
-        susp, src = _SparseRows(self.susp_vecs, col), _SparseRows(self.src_vecs, col)
+        susp, src = _SparseRows(flat_s, shared), _SparseRows(flat_r, shared)
         src_blocks = [
             (lo2, src.block(lo2, min(lo2 + _BLOCK_ROWS, len(src))))
             for lo2 in range(0, len(src), _BLOCK_ROWS)
@@ -574,38 +668,58 @@ class _PairModel:
         a = _sum_vecs(self.susp_vecs[susp_range[0] : susp_range[1] + 1])
         b = _sum_vecs(self.src_vecs[src_range[0] : src_range[1] + 1])
         dot = sum(x * b[t] for t, x in a.items() if t in b)
-        na = math.sqrt(sum(x * x for x in a.values()))
-        nb = math.sqrt(sum(x * x for x in b.values()))
+        na = _norm(a)
+        nb = _norm(b)
         return dot / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
+def _norm(vec: dict[int, float]) -> float:
+    """Euclidean norm, the squares summed in the dict's order (the same float every time)."""
+    return math.sqrt(sum(map(operator.mul, vec.values(), vec.values())))
+
+
 def _unit(vec: dict[int, float]) -> dict[int, float]:
-    norm = math.sqrt(sum(x * x for x in vec.values()))
+    norm = _norm(vec)
     return {t: x / norm for t, x in vec.items()} if norm > 0 else {}
 
 
-class _SparseRows:
-    """Units of one side as sparse rows over the shared terms (CSR), with each unit's full
-    vector norm and its number of distinct terms (all terms, shared or not)."""
+class _Flat(NamedTuple):
+    """The entries of a side's unit vectors in one run: unit, term, weight (dict order), and
+    each unit's norm and number of distinct terms."""
 
-    def __init__(self, vecs: Sequence[dict[int, float]], col: dict[int, int]) -> None:
-        ptr = [0]
-        ids: list[int] = []
-        vals: list[float] = []
-        for vec in vecs:
-            for t, x in vec.items():
-                k = col.get(t)
-                if k is not None:
-                    ids.append(k)
-                    vals.append(x)
-            ptr.append(len(ids))
-        self.ptr = np.array(ptr, dtype=np.int64)
-        self.ids = np.array(ids, dtype=np.int64)
-        self.vals = np.array(vals, dtype=np.float64)
-        self.norms = np.array(
-            [math.sqrt(sum(x * x for x in v.values())) for v in vecs], dtype=np.float64
-        )
-        self.sizes = np.array([len(v) for v in vecs], dtype=np.float64)
+    rows: np.ndarray[Any, np.dtype[np.int64]]
+    terms: np.ndarray[Any, np.dtype[np.uint64]]
+    vals: _FloatArray
+    norms: _FloatArray
+    sizes: _FloatArray
+
+
+def _flat(vecs: Sequence[dict[int, float]]) -> _Flat:
+    sizes = [len(v) for v in vecs]
+    total = sum(sizes)
+    terms = np.fromiter(itertools.chain.from_iterable(vecs), dtype=np.uint64, count=total)
+    vals = np.fromiter(
+        itertools.chain.from_iterable(v.values() for v in vecs), dtype=np.float64, count=total
+    )
+    rows = np.repeat(np.arange(len(vecs), dtype=np.int64), sizes)
+    norms = np.array([_norm(v) for v in vecs], dtype=np.float64)
+    return _Flat(rows, terms, vals, norms, np.array(sizes, dtype=np.float64))
+
+
+class _SparseRows:
+    """Units of one side as sparse rows over the shared terms (CSR; a term's column is its
+    index in the sorted ``shared``), with each unit's full vector norm and its number of
+    distinct terms (all terms, shared or not)."""
+
+    def __init__(self, flat: _Flat, shared: np.ndarray[Any, np.dtype[np.uint64]]) -> None:
+        pos = np.minimum(np.searchsorted(shared, flat.terms), len(shared) - 1)
+        hit = shared[pos] == flat.terms
+        counts = np.bincount(flat.rows[hit], minlength=len(flat.norms))
+        self.ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self.ids = pos[hit].astype(np.int64)
+        self.vals = flat.vals[hit]
+        self.norms = flat.norms
+        self.sizes = flat.sizes
 
     def __len__(self) -> int:
         return len(self.ptr) - 1
