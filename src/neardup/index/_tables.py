@@ -47,6 +47,7 @@ from neardup._jit import njit
 
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
+U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 
@@ -527,6 +528,9 @@ class BandTables:
     """Per band, fingerprint -> newest row, and a chain of older rows (module docs).
 
     ``slots`` (bands, capacity) uint64: 0 empty, else ``fingerprint << 32 | row + 1``;
+    ``tags`` (bands, capacity) uint8: 0 for an empty slot, else :func:`slot_tag` of its
+    fingerprint, so a probe reads one byte per slot (a dense array that mostly stays in the
+    processor's caches) and reads a slot only when its tag matches;
     ``next`` (row capacity, bands) uint32: the next (older) row of the chain plus one, 0 at
     its end.  Rows are at most ``2**32 - 2``.  Removed rows stay in their chains (callers
     skip them) until the index rebuilds the tables.
@@ -535,6 +539,7 @@ class BandTables:
     def __init__(self, bands: int, capacity: int = 1 << 10) -> None:
         self.bands = bands
         self.slots = np.zeros((bands, capacity), dtype=np.uint64)
+        self.tags = np.zeros((bands, capacity), dtype=np.uint8)
         self.next = np.zeros((256, bands), dtype=np.uint32)
         self.band_used = np.zeros(bands, dtype=np.int64)
         self.used = 0  # the most slots used in any band
@@ -542,7 +547,7 @@ class BandTables:
 
     @property
     def nbytes(self) -> int:
-        return int(self.slots.nbytes + self.next.nbytes)
+        return int(self.slots.nbytes + self.tags.nbytes + self.next.nbytes)
 
     def reserve(self, keys: int, rows: int) -> None:
         """Room for ``keys`` more keys per band and for row numbers below ``rows``."""
@@ -551,14 +556,15 @@ class BandTables:
             while self.used + keys > _MAX_LOAD * capacity:
                 capacity *= 2
             grown = np.zeros((self.bands, capacity), dtype=np.uint64)
-            _rehash(self.slots, grown)
-            self.slots = grown
+            grown_tags = np.zeros((self.bands, capacity), dtype=np.uint8)
+            _rehash(self.slots, grown, grown_tags)
+            self.slots, self.tags = grown, grown_tags
             self.limit = int(_MAX_LOAD * capacity)
         if rows > self.next.shape[0]:
             size = self.next.shape[0]
             while size < rows:
                 size *= 2
-            grown_next = np.zeros((size, self.bands), dtype=np.uint32)
+            grown_next = np.empty((size, self.bands), dtype=np.uint32)
             grown_next[: self.next.shape[0]] = self.next
             self.next = grown_next
 
@@ -568,59 +574,79 @@ class BandTables:
         while rows > _MAX_LOAD * capacity:
             capacity *= 2
         self.slots = np.zeros((self.bands, capacity), dtype=np.uint64)
-        self.next = np.zeros((max(256, rows), self.bands), dtype=np.uint32)
+        self.tags = np.zeros((self.bands, capacity), dtype=np.uint8)
+        self.next = np.empty((max(256, rows), self.bands), dtype=np.uint32)
         self.band_used = np.zeros(self.bands, dtype=np.int64)
         self.used = 0
         self.limit = int(_MAX_LOAD * capacity)
 
 
 @njit(cache=True, inline="always")
-def band_head(slots: U64, band: int, key: np.uint64) -> np.int64:  # pragma: no cover
-    """The newest row plus one of ``key``'s chain in ``band`` (0: no such key)."""
+def slot_tag(fingerprint: np.uint64) -> np.uint8:  # pragma: no cover - compiled
+    """The nonzero byte kept for a fingerprint: its top 8 bits (1 for 0), which pick the
+    slot only in tables of more than ``2**24`` slots."""
+    tag = fingerprint >> np.uint64(24)
+    return np.uint8(tag) if tag != 0 else np.uint8(1)
+
+
+@njit(cache=True, inline="always")
+def band_head(slots: U64, tags: U8, band: int, key: np.uint64) -> np.int64:  # pragma: no cover
+    """The newest row plus one of ``key``'s chain in ``band`` (0: no such key).
+
+    Reads the tags until an empty slot; a slot itself only where the tag matches."""
     mask = np.uint64(slots.shape[1] - 1)
     fingerprint = key >> np.uint64(32)
+    tag = slot_tag(fingerprint)
     pos = fingerprint & mask
     while True:
-        slot = slots[band, pos]
-        if slot == 0:
+        t = tags[band, pos]
+        if t == 0:
             return np.int64(0)
-        if (slot >> np.uint64(32)) == fingerprint:
-            return np.int64(slot & _LOW32)
+        if t == tag:
+            slot = slots[band, pos]
+            if (slot >> np.uint64(32)) == fingerprint:
+                return np.int64(slot & _LOW32)
         pos = (pos + np.uint64(1)) & mask
 
 
 @njit(cache=True, inline="always")
 def insert_one(
-    slots: U64, nxt: U32, used: I64, band: int, key: np.uint64, row: int
+    slots: U64, tags: U8, nxt: U32, used: I64, band: int, key: np.uint64, row: int
 ) -> None:  # pragma: no cover - compiled
     """Make ``row`` the head of ``key``'s chain in ``band``."""
     mask = np.uint64(slots.shape[1] - 1)
     fingerprint = key >> np.uint64(32)
+    tag = slot_tag(fingerprint)
     entry = (fingerprint << np.uint64(32)) | (np.uint64(row) + np.uint64(1))
     pos = fingerprint & mask
     while True:
-        slot = slots[band, pos]
-        if slot == 0:
+        t = tags[band, pos]
+        if t == 0:
             slots[band, pos] = entry
+            tags[band, pos] = tag
             nxt[row, band] = 0
             used[band] += 1
             return
-        if (slot >> np.uint64(32)) == fingerprint:
-            nxt[row, band] = np.uint32(slot & _LOW32)
-            slots[band, pos] = entry
-            return
+        if t == tag:
+            slot = slots[band, pos]
+            if (slot >> np.uint64(32)) == fingerprint:
+                nxt[row, band] = np.uint32(slot & _LOW32)
+                slots[band, pos] = entry
+                return
         pos = (pos + np.uint64(1)) & mask
 
 
 @njit(cache=True)
-def _rehash(slots: U64, grown: U64) -> None:  # pragma: no cover
+def _rehash(slots: U64, grown: U64, grown_tags: U8) -> None:  # pragma: no cover
     mask = np.uint64(grown.shape[1] - 1)
     for b in range(slots.shape[0]):
         for old in range(slots.shape[1]):
             slot = slots[b, old]
             if slot == 0:
                 continue
-            pos = (slot >> np.uint64(32)) & mask
-            while grown[b, pos] != 0:
+            fingerprint = slot >> np.uint64(32)
+            pos = fingerprint & mask
+            while grown_tags[b, pos] != 0:
                 pos = (pos + np.uint64(1)) & mask
             grown[b, pos] = slot
+            grown_tags[b, pos] = slot_tag(fingerprint)

@@ -50,13 +50,14 @@ from neardup.errors import (
 )
 from neardup.index._common import Key, read_index_file
 from neardup.index._rows import RowIndex, resolve_config
-from neardup.index._tables import BandTables, band_head, insert_one
+from neardup.index._tables import BandTables, band_head, insert_one, slot_tag
 from neardup.sketch.base import Signature
 
 __all__ = ["LSHIndex", "LSHIndexConfig", "optimal_bands"]
 
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
+U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 _UINT64 = np.dtype(np.uint64)
@@ -195,10 +196,11 @@ def _store(
     alive: Bool,
     row: int,
     slots: U64,
+    tags: U8,
     nxt: U32,
     used: I64,
     keys: U64,
-    first: U64,
+    first: U8,
     bands: int,
     rows: int,
 ) -> None:  # pragma: no cover - compiled
@@ -207,15 +209,17 @@ def _store(
     mask = np.uint64(slots.shape[1] - 1)
     for b in range(bands):  # independent loads first (see _band_hits), then the inserts
         keys[b] = _table_key(sig, b, rows)
-        first[b] = slots[b, (keys[b] >> np.uint64(32)) & mask]
+        first[b] = tags[b, (keys[b] >> np.uint64(32)) & mask]
     for b in range(bands):
         if first[b] == 0:  # the usual case: a band no row holds yet
             fingerprint = keys[b] >> np.uint64(32)
-            slots[b, fingerprint & mask] = (fingerprint << np.uint64(32)) | np.uint64(row + 1)
+            pos = fingerprint & mask
+            slots[b, pos] = (fingerprint << np.uint64(32)) | np.uint64(row + 1)
+            tags[b, pos] = slot_tag(fingerprint)
             nxt[row, b] = 0
             used[b] += 1
         else:
-            insert_one(slots, nxt, used, b, keys[b], row)
+            insert_one(slots, tags, nxt, used, b, keys[b], row)
 
 
 @njit(cache=True)
@@ -225,6 +229,7 @@ def _add_one(
     alive: Bool,
     row: int,
     slots: U64,
+    tags: U8,
     nxt: U32,
     used: I64,
     bands: int,
@@ -233,8 +238,8 @@ def _add_one(
     """Store ``sig`` as row ``row`` (values, live flag) and insert its band keys: one call
     per add instead of several numpy steps and two kernels.  The most slots used in a band."""
     keys = np.empty(bands, dtype=np.uint64)
-    first = np.empty(bands, dtype=np.uint64)
-    _store(sig, values, alive, row, slots, nxt, used, keys, first, bands, rows)
+    first = np.empty(bands, dtype=np.uint8)
+    _store(sig, values, alive, row, slots, tags, nxt, used, keys, first, bands, rows)
     return np.int64(used.max())
 
 
@@ -245,6 +250,7 @@ def _add_block(
     values: U64,
     alive: Bool,
     slots: U64,
+    tags: U8,
     nxt: U32,
     used: I64,
     bands: int,
@@ -252,33 +258,43 @@ def _add_block(
 ) -> np.int64:  # pragma: no cover - compiled
     """:func:`_add_one` of each row of ``block`` as rows ``start, start + 1, ...``."""
     keys = np.empty(bands, dtype=np.uint64)
-    first = np.empty(bands, dtype=np.uint64)
+    first = np.empty(bands, dtype=np.uint8)
     for i in range(block.shape[0]):
-        _store(block[i], values, alive, start + i, slots, nxt, used, keys, first, bands, rows)
+        _store(
+            block[i], values, alive, start + i, slots, tags, nxt, used, keys, first, bands, rows
+        )
     return np.int64(used.max())
 
 
 @njit(cache=True)
 def _band_hits(
-    q: U64, values: U64, alive: Bool, slots: U64, nxt: U32, bands: int, rows: int, out: I64
+    q: U64,
+    values: U64,
+    alive: Bool,
+    slots: U64,
+    tags: U8,
+    nxt: U32,
+    bands: int,
+    rows: int,
+    out: I64,
 ) -> int:  # pragma: no cover - compiled
     """Live rows holding one of ``q``'s bands exactly (a row once per band it holds), into
     ``out`` while there is room; how many there are.
 
-    The first slot of every band is read before any is looked at: independent loads the
+    The first tag of every band is read before any is looked at: independent loads the
     processor overlaps, where a probe per band in turn would wait for each cache miss."""
     mask = np.uint64(slots.shape[1] - 1)
     keys = np.empty(bands, dtype=np.uint64)
-    first = np.empty(bands, dtype=np.uint64)
+    first = np.empty(bands, dtype=np.uint8)
     for b in range(bands):
         key = _table_key(q, b, rows)
         keys[b] = key
-        first[b] = slots[b, (key >> np.uint64(32)) & mask]
+        first[b] = tags[b, (key >> np.uint64(32)) & mask]
     count = 0
     for b in range(bands):
         if first[b] == 0:
             continue  # the usual answer for a new document: no row holds this band
-        r = band_head(slots, b, keys[b])
+        r = band_head(slots, tags, b, keys[b])
         while r != 0:
             row = r - 1
             if alive[row]:
@@ -301,6 +317,7 @@ def _query_into(
     values: U64,
     alive: Bool,
     slots: U64,
+    tags: U8,
     nxt: U32,
     bands: int,
     rows: int,
@@ -321,12 +338,12 @@ def _query_into(
     quarter = out.shape[0] // 4
     half = 2 * quarter
     hits = out[half:]
-    n = _band_hits(q, values, alive, slots, nxt, bands, rows, hits)
+    n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, hits)
     if n == 0:
         return 0
     if n > hits.shape[0]:  # more hits than the buffer holds: scan again into room
         hits = np.empty(n, dtype=np.int64)
-        n = _band_hits(q, values, alive, slots, nxt, bands, rows, hits)
+        n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, hits)
     hits = np.sort(hits[:n]) if n > 1 else hits[:1].copy()
     width = values.shape[1]
     banded = bands if rows == 1 else 0
@@ -354,14 +371,14 @@ def _query_into(
 
 @njit(cache=True)
 def _query_one(
-    q: U64, values: U64, alive: Bool, slots: U64, nxt: U32, rows: int, need: int
+    q: U64, values: U64, alive: Bool, slots: U64, tags: U8, nxt: U32, rows: int, need: int
 ) -> np.int64:  # pragma: no cover - compiled
     """:func:`_query_into` (exact counts, ``bands`` from the tables) when at most one row
     comes back, as one integer (no output array to allocate or read): 0 for none,
     ``(row << 15 | count) + 1`` for one, ``-k`` for ``k`` rows (then call
     :func:`_query_into`).  Few arguments: each one costs time in every call."""
     out = np.empty(_FIRST_OUT, dtype=np.int64)
-    k = _query_into(q, values, alive, slots, nxt, slots.shape[0], rows, need, True, out)
+    k = _query_into(q, values, alive, slots, tags, nxt, slots.shape[0], rows, need, True, out)
     if k == 1:
         return np.int64(((out[0] << _COUNT_BITS) | out[_FIRST_OUT // 4]) + 1)
     return np.int64(0) if k == 0 else np.int64(-abs(k))
@@ -369,7 +386,15 @@ def _query_one(
 
 @njit(cache=True)
 def _query_many(
-    qs: U64, values: U64, alive: Bool, slots: U64, nxt: U32, bands: int, rows: int, need: int
+    qs: U64,
+    values: U64,
+    alive: Bool,
+    slots: U64,
+    tags: U8,
+    nxt: U32,
+    bands: int,
+    rows: int,
+    need: int,
 ) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
     """:func:`_query_into` (exact counts) of each query: (query number, row, count)."""
     out_q = np.empty(0, dtype=np.int64)
@@ -378,10 +403,14 @@ def _query_many(
     total = 0
     found = np.empty(1024, dtype=np.int64)
     for q in range(qs.shape[0]):
-        k = _query_into(qs[q], values, alive, slots, nxt, bands, rows, need, True, found)
+        k = _query_into(
+            qs[q], values, alive, slots, tags, nxt, bands, rows, need, True, found
+        )
         if k < 0:
             found = np.empty(-8 * k, dtype=np.int64)
-            k = _query_into(qs[q], values, alive, slots, nxt, bands, rows, need, True, found)
+            k = _query_into(
+            qs[q], values, alive, slots, tags, nxt, bands, rows, need, True, found
+        )
         if total + k > out_q.shape[0]:
             size = max(2 * out_q.shape[0], total + k, 1024)
             grown_q = np.empty(size, dtype=np.int64)
@@ -449,7 +478,7 @@ class LSHIndex(RowIndex):
         tables.reserve(rows.shape[0], end)
         tables.used = _add_block(
             np.ascontiguousarray(values), start, self._values, self._alive, tables.slots,
-            tables.next, tables.band_used, self.bands, self.rows,
+            tables.tags, tables.next, tables.band_used, self.bands, self.rows,
         )  # fmt: skip
 
     def _compact_tables(self, renumber: npt.NDArray[np.int64]) -> None:
@@ -574,7 +603,7 @@ class LSHIndex(RowIndex):
         tables = self._tables
         tables.reserve(len(pending), self._nrows)
         tables.used = _add_block(
-            np.array(pending), start, self._values, self._alive, tables.slots, tables.next,
+            np.array(pending), start, self._values, self._alive, tables.slots, tables.tags, tables.next,
             tables.band_used, self.bands, self.rows,
         )  # fmt: skip
 
@@ -584,7 +613,7 @@ class LSHIndex(RowIndex):
         if tables.used >= tables.limit or row >= tables.next.shape[0]:
             tables.reserve(1, row + 1)
         tables.used = _add_one(
-            values, self._values, self._alive, row, tables.slots, tables.next, tables.band_used,
+            values, self._values, self._alive, row, tables.slots, tables.tags, tables.next, tables.band_used,
             self.bands, self.rows,
         )  # fmt: skip
 
@@ -609,7 +638,7 @@ class LSHIndex(RowIndex):
         out = np.empty(_FIRST_OUT, dtype=np.int64)
         while True:
             k = _query_into(
-                q, self._values, self._alive, tables.slots, tables.next, self.bands,
+                q, self._values, self._alive, tables.slots, tables.tags, tables.next, self.bands,
                 self.rows, need, exact, out,
             )  # fmt: skip
             if k >= 0:
@@ -626,7 +655,7 @@ class LSHIndex(RowIndex):
         self._flush()
         tables = self._tables
         found: tuple[I64, I64, I64] = _query_many(
-            np.ascontiguousarray(sigs), self._values, self._alive, tables.slots, tables.next,
+            np.ascontiguousarray(sigs), self._values, self._alive, tables.slots, tables.tags, tables.next,
             self.bands, self.rows, need,
         )  # fmt: skip
         return found
@@ -654,7 +683,7 @@ class LSHIndex(RowIndex):
             self._flush()
         tables = self._tables
         code = int(
-            _query_one(q, self._values, self._alive, tables.slots, tables.next, self.rows, need)
+            _query_one(q, self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows, need)
         )
         if code == 0:
             return []  # the usual answer for a new document
