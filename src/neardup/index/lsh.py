@@ -207,8 +207,9 @@ def _store(
     values[row] = sig
     alive[row] = True
     mask = np.uint64(slots.shape[1] - 1)
-    for b in range(bands):  # independent loads first (see _band_hits), then the inserts
+    for b in range(bands):  # the keys, then their independent loads (see _band_hits)
         keys[b] = _table_key(sig, b, rows)
+    for b in range(bands):
         first[b] = tags[b, (keys[b] >> np.uint64(32)) & mask]
     for b in range(bands):
         if first[b] == 0:  # the usual case: a band no row holds yet
@@ -281,15 +282,17 @@ def _band_hits(
     """Live rows holding one of ``q``'s bands exactly (a row once per band it holds), into
     ``out`` while there is room; how many there are.
 
-    The first tag of every band is read before any is looked at: independent loads the
-    processor overlaps, where a probe per band in turn would wait for each cache miss."""
+    Every band key is computed first, then the first tag of every band is read before any
+    is looked at: independent loads issued back to back, which the processor overlaps (a
+    loop that hashes and loads in turn keeps only a few in flight, and a probe per band in
+    turn would wait for each cache miss)."""
     mask = np.uint64(slots.shape[1] - 1)
     keys = np.empty(bands, dtype=np.uint64)
     first = np.empty(bands, dtype=np.uint8)
     for b in range(bands):
-        key = _table_key(q, b, rows)
-        keys[b] = key
-        first[b] = tags[b, (key >> np.uint64(32)) & mask]
+        keys[b] = _table_key(q, b, rows)
+    for b in range(bands):
+        first[b] = tags[b, (keys[b] >> np.uint64(32)) & mask]
     count = 0
     for b in range(bands):
         if first[b] == 0:
