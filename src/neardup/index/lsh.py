@@ -431,6 +431,27 @@ def _query_many(
     return out_q[:total], out_r[:total], out_c[:total]
 
 
+def compiled_entry(kernel: Any, *args: Any) -> Any:
+    """The compiled function of the numba kernel ``kernel`` for the types of ``args``,
+    callable from Python like the kernel, or the kernel itself if numba offers none.
+
+    A kernel call goes through numba's dispatcher, which works out the type of every argument
+    to pick the compiled code: about half a microsecond for eight arguments, as long as the
+    whole query of a new document.  An index's arrays keep their types for its life, so the
+    single-call paths pick the code once.  The caller must only ever pass arguments of the
+    same types (C-contiguous arrays of the same dtypes and dimensions, integers): the
+    compiled code does not check them."""
+    try:
+        from numba import typeof
+
+        dispatcher = kernel.dispatcher() if hasattr(kernel, "dispatcher") else kernel
+        signature = tuple(typeof(a) for a in args)
+        dispatcher.compile(signature)
+        return dispatcher.overloads[signature].entry_point
+    except (AttributeError, KeyError, TypeError):  # another numba: the dispatcher works
+        return kernel
+
+
 @functools.lru_cache(maxsize=64)
 def _min_equal(num_perm: int, min_score: float) -> int:
     """The fewest equal values ``c`` with ``c / num_perm >= min_score`` (the test every
@@ -453,6 +474,7 @@ class LSHIndex(RowIndex):
         self._num_perm = config.num_perm
         self._pending: list[U64] = []  # values of the last rows added, not stored yet
         self._hold = config.buffer_size
+        self._query_call: Any = None  # see _bind_query_call
         self._init_rows(BandTables(self.bands), (config.num_perm,))
 
     @property
@@ -672,10 +694,13 @@ class LSHIndex(RowIndex):
         """
         if limit is not None:
             check_int("limit", limit, low=1)
+        call = _query_one
         if type(signature) is Signature and signature.scheme_id == self.scheme_id:
             q = signature.values  # the usual valid query (else the full checks below)
             if q.shape[0] != self._num_perm or q.dtype != _UINT64:
                 q = self._signature(signature, [])
+            elif q.strides[0] == _UINT64.itemsize:  # contiguous: the compiled code directly
+                call = self._query_call or self._bind_query_call(q)
         else:
             q = self._signature(signature, [])
         need = 0
@@ -685,9 +710,7 @@ class LSHIndex(RowIndex):
         if self._pending:
             self._flush()
         tables = self._tables
-        code = int(
-            _query_one(q, self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows, need)
-        )
+        code = call(q, self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows, need)  # fmt: skip
         if code == 0:
             return []  # the usual answer for a new document
         num_perm = self._num_perm
@@ -700,6 +723,17 @@ class LSHIndex(RowIndex):
         ranked = sorted((-c, keys[r]) for c, r in zip(counts, rows, strict=True))
         result = [(k, -c / num_perm) for c, k in ranked]
         return result[:limit] if limit is not None else result  # type: ignore[misc]
+
+    def _bind_query_call(self, q: U64) -> Any:
+        """:func:`_query_one`'s compiled code for a contiguous query ``q`` and this index's
+        arrays (whose types never change), kept for the next queries."""
+        self._flush()
+        tables = self._tables
+        self._query_call = compiled_entry(
+            _query_one, q, self._values, self._alive, tables.slots, tables.tags, tables.next,
+            self.rows, 0,
+        )  # fmt: skip
+        return self._query_call
 
     def query_keys(self, signature: Signature, min_score: float = 0.0) -> list[Key]:
         """The keys of :meth:`query` (same ``min_score``), unranked and in no promised order:
