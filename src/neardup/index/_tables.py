@@ -38,6 +38,8 @@ bytes per slot, 1.4-2.9 slots per key (a band's table doubles when 70 % full).
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 from typing import Any
 
 import numpy as np
@@ -51,7 +53,7 @@ U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 
-__all__ = ["BandTables", "MultiTable", "Segment"]
+__all__ = ["BandTables", "GrowingRows", "MultiTable", "Segment"]
 
 _MAX_DIRECTORY_BITS = 16
 
@@ -579,6 +581,54 @@ class BandTables:
         self.band_used = np.zeros(self.bands, dtype=np.int64)
         self.used = 0
         self.limit = int(_MAX_LOAD * capacity)
+
+
+class GrowingRows:
+    """Rows of ``uint64`` values in an anonymous private memory map that grows in place.
+
+    Growing a numpy array copies it: over a run of doublings every value is written about
+    twice more, onto pages the process must touch.  A map is moved by the kernel instead
+    (``mremap``: page tables, not data), and capacity not yet written costs no memory.  Falls
+    back to a copy when the map cannot be resized (a view of it still held elsewhere, or a
+    system without ``mremap``).  Holds no view itself: the owner's array is the only one.
+    """
+
+    def __init__(self) -> None:
+        self._map: mmap.mmap | None = None
+
+    def owns(self, rows: U64) -> bool:
+        """Whether ``rows`` is a view of this map."""
+        base = rows.base
+        while isinstance(base, np.ndarray | memoryview):
+            base = base.base if isinstance(base, np.ndarray) else base.obj
+        return self._map is not None and base is self._map
+
+    def resize(self, capacity: int, width: int, used: int) -> U64:
+        """This map's rows grown to ``capacity`` (the first ``used`` kept).  The caller has
+        dropped its view of the map first, so that the map can move."""
+        assert self._map is not None
+        try:
+            self._map.resize(capacity * width * 8)
+        except (BufferError, OSError, SystemError, ValueError):  # cannot move: copy
+            old = self._view(len(self._map) // (8 * width), width)
+            return self.adopt(old, used, capacity)
+        return self._view(capacity, width)
+
+    def adopt(self, rows: U64, used: int, capacity: int) -> U64:
+        """A new map of ``capacity`` rows holding the first ``used`` rows of ``rows``."""
+        width = rows.shape[1]
+        fresh = mmap.mmap(-1, max(1, capacity * width * 8), flags=mmap.MAP_PRIVATE)
+        self._map = fresh
+        grown = self._view(capacity, width)
+        grown[:used] = rows[:used]
+        return grown
+
+    def _view(self, capacity: int, width: int) -> U64:
+        assert self._map is not None
+        with contextlib.suppress(AttributeError, OSError):
+            self._map.madvise(mmap.MADV_HUGEPAGE)  # as numpy asks for its large arrays
+        flat = np.frombuffer(self._map, dtype=np.uint64, count=capacity * width)
+        return flat.reshape(capacity, width)
 
 
 @njit(cache=True, inline="always")

@@ -50,7 +50,7 @@ from neardup.errors import (
 )
 from neardup.index._common import Key, read_index_file
 from neardup.index._rows import RowIndex, resolve_config
-from neardup.index._tables import BandTables, band_head, insert_one, slot_tag
+from neardup.index._tables import BandTables, GrowingRows, band_head, insert_one, slot_tag
 from neardup.sketch.base import Signature
 
 __all__ = ["LSHIndex", "LSHIndexConfig", "optimal_bands"]
@@ -519,6 +519,7 @@ class LSHIndex(RowIndex):
         self._pending: list[U64] = []  # values of the last rows added, not stored yet
         self._hold = config.buffer_size
         self._query_call: Any = None  # see _bind_query_call
+        self._rows_store = GrowingRows()
         self._spare_out: I64 | None = np.empty(_FIRST_OUT, dtype=np.int64)  # see query
         self._init_rows(BandTables(self.bands), (config.num_perm,))
 
@@ -676,6 +677,25 @@ class LSHIndex(RowIndex):
             np.array(pending), start, self._values, self._alive, tables.slots, tables.tags, tables.next,
             tables.band_used, self.bands, self.rows,
         )  # fmt: skip
+
+    def _reserve(self, rows: int) -> None:
+        """Room for ``rows`` rows: the signatures grow in place (:class:`GrowingRows`)."""
+        if rows >= 1 << 32:
+            raise InputError(f"{self.KIND} holds at most 2**32 - 1 rows; compact or shard")
+        cap = self._values.shape[0]
+        if rows <= cap:
+            return
+        cap = max(rows, 2 * cap)
+        n, width = self._nrows, self._values.shape[1]
+        store = self._rows_store
+        if store.owns(self._values):
+            self._values = np.empty((0, width), dtype=np.uint64)  # the map's only view goes
+            self._values = store.resize(cap, width, n)
+        else:
+            self._values = store.adopt(self._values, n, cap)
+        alive = np.zeros(cap, dtype=np.bool_)
+        alive[:n] = self._alive[:n]
+        self._alive = alive
 
     def _insert_one(self, values: U64, row: int) -> None:
         """Store ``values`` as live row ``row`` and insert its band keys (one compiled call)."""
