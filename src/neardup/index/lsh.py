@@ -66,6 +66,8 @@ _FIRST_OUT = 256  # output slots of a query's first (usually only) pass: 64 cand
 _COUNT_BITS = 15  # numbers of equal values are at most num_perm <= 2**14
 _COUNT_MASK = (1 << _COUNT_BITS) - 1
 _GRID = 2001  # points of the trapezoid rule on [0, 1]
+_BAND_BITS = 16  # a band hit is row << 16 | band (bands <= num_perm <= 2**14)
+_BAND_MASK = (1 << _BAND_BITS) - 1
 
 
 @functools.lru_cache(maxsize=128)
@@ -280,8 +282,8 @@ def _band_hits(
     check: bool,
     out: I64,
 ) -> int:  # pragma: no cover - compiled
-    """Live rows holding one of ``q``'s bands (a row once per band it holds), into ``out``
-    while there is room; how many there are.  ``check``: each row's band values are compared
+    """Live rows holding one of ``q``'s bands (a row once per band it holds), as
+    ``row << 16 | band``, into ``out`` while there is room; how many there are.  ``check``: each row's band values are compared
     with ``q``'s (exact); else a row whose band key shares the 40 bits of the table's
     fingerprint and tag is taken, and the caller compares the values.
 
@@ -312,31 +314,20 @@ def _band_hits(
                             break
                 if same:
                     if count < out.shape[0]:
-                        out[count] = row
+                        out[count] = (row << _BAND_BITS) | b
                     count += 1
             r = np.int64(nxt[row, b])
     return count
 
 
 @njit(cache=True, inline="always")
-def _equal_values(
-    v: U64, q: U64, bands: int, rows: int
-) -> tuple[int, bool]:  # pragma: no cover - compiled
-    """How many values of ``v`` equal ``q``'s, and whether a whole band does."""
+def _equal_values(v: U64, q: U64) -> int:  # pragma: no cover - compiled
+    """How many values of ``v`` equal ``q``'s (a branch-free loop the compiler vectorises:
+    near copies would make a branch per value unpredictable)."""
     c = 0
-    shared = False
-    for b in range(bands):
-        e = 0
-        for k in range(b * rows, (b + 1) * rows):
-            if v[k] == q[k]:
-                e += 1
-        c += e
-        if e == rows:
-            shared = True
-    for k in range(bands * rows, v.shape[0]):
-        if v[k] == q[k]:
-            c += 1
-    return c, shared
+    for k in range(v.shape[0]):
+        c += np.int64(v[k] == q[k])
+    return c
 
 
 @njit(cache=True)
@@ -384,14 +375,25 @@ def _query_into(
     kept = 0
     i = 0
     while i < n:
-        r = hits[i]
+        r = hits[i] >> _BAND_BITS
         j = i + 1
-        while j < n and hits[j] == r:
+        while j < n and (hits[j] >> _BAND_BITS) == r:
             j += 1
         if exact:
-            c, shared = _equal_values(values[r], q, bands, rows)
+            c = _equal_values(values[r], q)
+            shared = False  # a band it was reached through is q's (else: a fingerprint only)
+            for h in range(i, j):
+                b = hits[h] & _BAND_MASK
+                same = True
+                for k in range(b * rows, (b + 1) * rows):
+                    if values[r, k] != q[k]:
+                        same = False
+                        break
+                if same:
+                    shared = True
+                    break
             if not shared:
-                c = -1  # reached through a fingerprint only: not a candidate
+                c = -1
         else:
             c = j - i if banded > 0 else 0
             k = banded
