@@ -263,9 +263,7 @@ def _add_block(
     keys = np.empty(bands, dtype=np.uint64)
     first = np.empty(bands, dtype=np.uint8)
     for i in range(block.shape[0]):
-        _store(
-            block[i], values, alive, start + i, slots, tags, nxt, used, keys, first, bands, rows
-        )
+        _store(block[i], values, alive, start + i, slots, tags, nxt, used, keys, first, bands, rows)
     return np.int64(used.max())
 
 
@@ -452,14 +450,10 @@ def _query_many(
     total = 0
     found = np.empty(1024, dtype=np.int64)
     for q in range(qs.shape[0]):
-        k = _query_into(
-            qs[q], values, alive, slots, tags, nxt, bands, rows, need, True, found
-        )
+        k = _query_into(qs[q], values, alive, slots, tags, nxt, bands, rows, need, True, found)
         if k < 0:
             found = np.empty(-8 * k, dtype=np.int64)
-            k = _query_into(
-            qs[q], values, alive, slots, tags, nxt, bands, rows, need, True, found
-        )
+            k = _query_into(qs[q], values, alive, slots, tags, nxt, bands, rows, need, True, found)
         if total + k > out_q.shape[0]:
             size = max(2 * out_q.shape[0], total + k, 1024)
             grown_q = np.empty(size, dtype=np.int64)
@@ -496,6 +490,11 @@ def compiled_entry(kernel: Any, *args: Any) -> Any:
         return dispatcher.overloads[signature].entry_point
     except (AttributeError, KeyError, TypeError):  # another numba: the dispatcher works
         return kernel
+
+
+def _rank(item: tuple[Key, float]) -> tuple[float, Key]:
+    """Order of a query's results: best score first, then key."""
+    return -item[1], item[0]
 
 
 @functools.lru_cache(maxsize=64)
@@ -794,7 +793,10 @@ class LSHIndex(RowIndex):
         num_perm = self._num_perm
         keys = self._keys.keys
         if -code <= _FIRST_OUT // 4:
-            rows, counts = out[:-code].tolist(), out[_FIRST_OUT // 4 : _FIRST_OUT // 4 - code].tolist()
+            rows, counts = (
+                out[:-code].tolist(),
+                out[_FIRST_OUT // 4 : _FIRST_OUT // 4 - code].tolist(),
+            )
             self._spare_out = out
         else:
             found, equal = self._rows_of(q, need, True)
@@ -846,14 +848,18 @@ class LSHIndex(RowIndex):
         need = _min_equal(self._num_perm, float(min_score)) if min_score else 0
         qs, rows, counts = self._many(sigs, need)
         out: list[list[tuple[Key, float]]] = [[] for _ in range(sigs.shape[0])]
+        if not qs.shape[0]:
+            return out
         keys = self._keys.lookup(rows.tolist())
         num_perm = self._num_perm
         for q, c, k in zip(qs.tolist(), counts.tolist(), keys, strict=True):
             out[q].append((k, c / num_perm))
-        for i, result in enumerate(out):
-            result.sort(key=lambda item: (-item[1], item[0]))
+        # Only the queries with several candidates (consecutive in ``qs``) need ranking.
+        for q in np.unique(qs[1:][qs[1:] == qs[:-1]]).tolist():
+            result = out[q]
+            result.sort(key=_rank)
             if limit is not None and len(result) > limit:
-                out[i] = result[:limit]
+                out[q] = result[:limit]
         return out
 
     # -- persistence -----------------------------------------------------------------------
