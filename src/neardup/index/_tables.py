@@ -25,15 +25,19 @@ Memory: 12 bytes per row per table (8 key + 4 row number), plus the directories
 
 **Hashed band tables** (:class:`BandTables`, the LSH index), for exact key matches: per
 band, an open-addressing hash table (linear probing, at most 70 % full) whose slots hold a
-32-bit *fingerprint* of a band key (its high half) and the newest row holding that key; the
-older rows of the key follow a chain, ``next[row, band]`` (a row's links share one cache
-line).  An add writes one slot (or rewrites a head) per band: O(1).  A lookup reads one
-slot run and walks one chain: O(1 + rows of the key), about one cache miss per band where a
-sorted table costs a binary search per sorted run.  Fingerprints of 32 bits let two
-different keys share a slot (about one pair per band in four billion): callers check that
-each row of a chain really holds the band (:mod:`neardup.index.lsh` compares the band's
-values, which makes a candidate exact).  Memory per band and row: 4 bytes of chain plus 8
-bytes per slot, 1.4-2.9 slots per key (a band's table doubles when 70 % full).
+32-bit *fingerprint* of a band key (its high half) and the newest row holding that key, with a
+*tag* byte per slot beside them (8 bits of the fingerprint; 0: empty) so that a probe reads
+one dense byte per slot and a slot only where the tag matches; the older rows of the key
+follow a chain, ``next[row, band]`` (a row's links share one cache line).  An add writes one
+slot (or rewrites a head) per band: O(1).  A lookup reads one tag run and walks one chain:
+O(1 + rows of the key), about one cache miss per band where a sorted table costs a binary
+search per sorted run.  Fingerprints of 32 bits let two different keys share a slot (about
+one pair per band in four billion): callers check that each row of a chain really holds the
+band (:mod:`neardup.index.lsh` compares the band's values, which makes a candidate exact).
+Memory per band and row: 4 bytes of chain plus 9 bytes (slot and tag) per slot, 1.4-2.9
+slots per key (a band's table doubles when 70 % full).
+
+:class:`GrowingRows` keeps the LSH index's signatures in a memory map that grows in place.
 """
 
 from __future__ import annotations

@@ -24,7 +24,9 @@ Guarantees:
   with a different one :class:`~neardup.errors.ConflictError`; removing an unknown key
   :class:`~neardup.errors.NotFoundError`.
 * Memory: ``8 * num_perm`` bytes per document for the signatures (needed for the scores) plus
-  ``12 * bands`` for the band tables, in numpy arrays; keys in a dict.
+  about ``17-30 * bands`` for the band tables (:class:`~neardup.index._tables.BandTables`: a
+  4-byte chain link, 1.4-2.9 slots of 8 bytes and their tag bytes per band key) and a live
+  flag, in numpy arrays and a memory map; keys in a dict.
 * Deterministic: same adds, same answers, same file bytes.
 """
 
@@ -281,9 +283,9 @@ def _band_hits(
     out: I64,
 ) -> int:  # pragma: no cover - compiled
     """Live rows holding one of ``q``'s bands (a row once per band it holds), as
-    ``row << 16 | band``, into ``out`` while there is room; how many there are.  ``check``: each row's band values are compared
-    with ``q``'s (exact); else a row whose band key shares the 40 bits of the table's
-    fingerprint and tag is taken, and the caller compares the values.
+    ``row << 16 | band``, into ``out`` while there is room; how many there are.  ``check``:
+    each row's band values are compared with ``q``'s (exact); else every row whose band key
+    has the table's 32-bit fingerprint is taken, and the caller compares the values.
 
     Every band key is computed first, then the first tag of every band is read before any
     is looked at: independent loads issued back to back, which the processor overlaps (a
@@ -675,8 +677,8 @@ class LSHIndex(RowIndex):
         tables = self._tables
         tables.reserve(len(pending), self._nrows)
         tables.used = _add_block(
-            np.array(pending), start, self._values, self._alive, tables.slots, tables.tags, tables.next,
-            tables.band_used, self.bands, self.rows,
+            np.array(pending), start, self._values, self._alive, tables.slots, tables.tags,
+            tables.next, tables.band_used, self.bands, self.rows,
         )  # fmt: skip
 
     def _reserve(self, rows: int) -> None:
@@ -704,8 +706,8 @@ class LSHIndex(RowIndex):
         if tables.used >= tables.limit or row >= tables.next.shape[0]:
             tables.reserve(1, row + 1)
         tables.used = _add_one(
-            values, self._values, self._alive, row, tables.slots, tables.tags, tables.next, tables.band_used,
-            self.bands, self.rows,
+            values, self._values, self._alive, row, tables.slots, tables.tags, tables.next,
+            tables.band_used, self.bands, self.rows,
         )  # fmt: skip
 
     def add_many(self, keys: Sequence[Key], signatures: object) -> None:
@@ -746,8 +748,8 @@ class LSHIndex(RowIndex):
         self._flush()
         tables = self._tables
         found: tuple[I64, I64, I64] = _query_many(
-            np.ascontiguousarray(sigs), self._values, self._alive, tables.slots, tables.tags, tables.next,
-            self.bands, self.rows, need,
+            np.ascontiguousarray(sigs), self._values, self._alive, tables.slots, tables.tags,
+            tables.next, self.bands, self.rows, need,
         )  # fmt: skip
         return found
 
@@ -782,7 +784,10 @@ class LSHIndex(RowIndex):
         self._spare_out = None
         if out is None:
             out = np.empty(_FIRST_OUT, dtype=np.int64)
-        code = call(q, self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows, need, out)  # fmt: skip
+        code = call(
+            q, self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows,
+            need, out,
+        )  # fmt: skip
         if code >= 0:
             self._spare_out = out
             if code == 0:
