@@ -326,7 +326,7 @@ def _equal_values(v: U64, q: U64) -> int:  # pragma: no cover - compiled
     near copies would make a branch per value unpredictable)."""
     c = 0
     for k in range(v.shape[0]):
-        c += np.int64(v[k] == q[k])
+        c += int(v[k] == q[k])
     return c
 
 
@@ -487,7 +487,7 @@ def compiled_entry(kernel: Any, *args: Any) -> Any:
         from numba import typeof
 
         dispatcher = kernel.dispatcher() if hasattr(kernel, "dispatcher") else kernel
-        signature = tuple(typeof(a) for a in args)
+        signature = tuple(typeof(a) for a in args)  # type: ignore[no-untyped-call]
         dispatcher.compile(signature)
         return dispatcher.overloads[signature].entry_point
     except (AttributeError, KeyError, TypeError):  # another numba: the dispatcher works
