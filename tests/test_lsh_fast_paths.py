@@ -101,3 +101,24 @@ def test_file_of_grown_index_equals_bulk_built(tmp_path: Path) -> None:
     for i in range(0, 1_500, 50):
         q = Signature(SCHEME, sigs[i])
         assert loaded.query(q) == bulk.query(q) == brute(sigs, list(range(1_500)), sigs[i], 8, 4)
+
+
+def test_pickle_and_deepcopy_keep_answers() -> None:
+    import copy
+    import pickle
+
+    sigs = corpus(800, 16, seed=45)
+    index = LSHIndex(num_perm=16, bands=4, rows=4)
+    for i in range(600):
+        index.add(i, Signature(SCHEME, sigs[i]))
+    probes = [Signature(SCHEME, s) for s in sigs[::40]]
+    expected = [index.query(p) for p in probes]
+    for twin in (pickle.loads(pickle.dumps(index)), copy.deepcopy(index)):
+        assert [twin.query(p) for p in probes] == expected
+        for i in range(600, 800):  # grows again, from the plain array it was given
+            twin.add(i, Signature(SCHEME, sigs[i]))
+        keys = list(range(800))
+        assert [twin.query(p) for p in probes] == [
+            brute(sigs, keys, p.values, 4, 4) for p in probes
+        ]
+    assert [index.query(p) for p in probes] == expected  # the original is untouched

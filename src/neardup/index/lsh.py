@@ -526,6 +526,20 @@ class LSHIndex(RowIndex):
         self._spare_out: I64 | None = np.empty(_FIRST_OUT, dtype=np.int64)  # see query
         self._init_rows(BandTables(self.bands), (config.num_perm,))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable state (``pickle``, ``copy.deepcopy``): the signatures as a plain array,
+        without the memory map and the compiled-code handle, which are made again on use."""
+        self._flush()
+        state = self.__dict__.copy()
+        values = np.zeros(self._values.shape, dtype=np.uint64)
+        values[: self._nrows] = self._values[: self._nrows]
+        state.update(_values=values, _rows_store=None, _query_call=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._rows_store = GrowingRows()
+
     @property
     def nbytes(self) -> int:
         """Bytes of the numpy arrays (signatures, band tables, live flags); keys not included."""
