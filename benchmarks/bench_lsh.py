@@ -27,7 +27,9 @@ start-up is measured apart (``run_all.py``).  Contenders:
   datasketch ``MinHashLSH.insert`` / ``query``, rensa ``RMinHashLSH.insert`` / ``query``;
 * bulk (``<lib>-bulk``), each library's documented batch calls: neardup ``add_many`` of the
   (n, 128) matrix and ``query_many``; rensa ``insert_many`` and ``query_all`` (its batch
-  API); datasketch ``insertion_session`` (queries one by one: it has no batch query).
+  API; its ``insert_matrix`` takes an ``RMinHashDigestMatrix``, which rensa builds only
+  from token sets, not from given values); datasketch ``insertion_session`` (queries one by
+  one: it has no batch query).
 
 RSS growth of the process over the inserts = index memory.  neardup, unlike the others,
 returns every candidate *with its estimated Jaccard*.

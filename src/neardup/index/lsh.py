@@ -24,7 +24,9 @@ Guarantees:
   with a different one :class:`~neardup.errors.ConflictError`; removing an unknown key
   :class:`~neardup.errors.NotFoundError`.
 * Memory: ``8 * num_perm`` bytes per document for the signatures (needed for the scores) plus
-  ``12 * bands`` for the band tables, in numpy arrays; keys in a dict.
+  about ``17-30 * bands`` for the band tables (:class:`~neardup.index._tables.BandTables`: a
+  4-byte chain link, 1.4-2.9 slots of 8 bytes and their tag bytes per band key) and a live
+  flag, in numpy arrays and a memory map; keys in a dict.
 * Deterministic: same adds, same answers, same file bytes.
 """
 
@@ -39,7 +41,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from neardup._jit import njit
 from neardup.config import Config, check_int, check_range
 from neardup.errors import (
     ConfigError,
@@ -48,9 +49,11 @@ from neardup.errors import (
     SchemeMismatchError,
     StoreError,
 )
+from neardup.index import _lsh_kernels as kern
 from neardup.index._common import Key, read_index_file
+from neardup.index._lsh_kernels import _COUNT_BITS, _COUNT_MASK, band_keys
 from neardup.index._rows import RowIndex, resolve_config
-from neardup.index._tables import BandTables, band_head, insert_one
+from neardup.index._tables import BandTables, GrowingRows
 from neardup.sketch.base import Signature
 
 __all__ = ["LSHIndex", "LSHIndexConfig", "optimal_bands"]
@@ -58,12 +61,9 @@ __all__ = ["LSHIndex", "LSHIndexConfig", "optimal_bands"]
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
-Bool = npt.NDArray[np.bool_]
 _UINT64 = np.dtype(np.uint64)
 _MAGIC = b"NDLSHIDX"
 _FIRST_OUT = 256  # output slots of a query's first (usually only) pass: 64 candidates
-_COUNT_BITS = 15  # numbers of equal values are at most num_perm <= 2**14
-_COUNT_MASK = (1 << _COUNT_BITS) - 1
 _GRID = 2001  # points of the trapezoid rule on [0, 1]
 
 
@@ -144,259 +144,30 @@ class LSHIndexConfig(Config):
         )
 
 
-@njit(cache=True)
-def band_keys(values: U64, bands: int, rows: int) -> U64:  # pragma: no cover - compiled
-    """(bands, n) band keys of the (n, num_perm) signatures: splitmix64 fold of each band.
+def compiled_entry(kernel: Any, *args: Any) -> Any:
+    """The compiled function of the numba kernel ``kernel`` for the types of ``args``,
+    callable from Python like the kernel, or the kernel itself if numba offers none.
 
-    ``h = splitmix(band + 1)``; for each value ``v`` of the band ``h = splitmix(h ^ v)``.
-    """
-    n = values.shape[0]
-    out = np.empty((bands, n), dtype=np.uint64)
-    for i in range(n):
-        for b in range(bands):
-            out[b, i] = _band_key(values[i], b, rows)
-    return out
+    A kernel call goes through numba's dispatcher, which works out the type of every argument
+    to pick the compiled code: about half a microsecond for eight arguments, as long as the
+    whole query of a new document.  An index's arrays keep their types for its life, so the
+    single-call paths pick the code once.  The caller must only ever pass arguments of the
+    same types (C-contiguous arrays of the same dtypes and dimensions, integers): the
+    compiled code does not check them."""
+    try:
+        from numba import typeof
 
-
-@njit(cache=True, inline="always")
-def _mix(h: np.uint64) -> np.uint64:  # pragma: no cover - compiled
-    h ^= h >> np.uint64(30)
-    h *= np.uint64(0xBF58476D1CE4E5B9)
-    h ^= h >> np.uint64(27)
-    h *= np.uint64(0x94D049BB133111EB)
-    h ^= h >> np.uint64(31)
-    return h
+        dispatcher = kernel.dispatcher() if hasattr(kernel, "dispatcher") else kernel
+        signature = tuple(typeof(a) for a in args)  # type: ignore[no-untyped-call]
+        dispatcher.compile(signature)
+        return dispatcher.overloads[signature].entry_point
+    except (AttributeError, KeyError, TypeError):  # another numba: the dispatcher works
+        return kernel
 
 
-@njit(cache=True, inline="always")
-def _band_key(sig: U64, band: int, rows: int) -> np.uint64:  # pragma: no cover - compiled
-    h = _mix(np.uint64(band + 1))
-    for j in range(band * rows, (band + 1) * rows):
-        h = _mix(h ^ sig[j])
-    return h
-
-
-@njit(cache=True, inline="always")
-def _table_key(sig: U64, band: int, rows: int) -> np.uint64:  # pragma: no cover - compiled
-    """The key of ``sig``'s band in the in-memory tables: a polynomial of the band's values
-    and its number, finalised by splitmix64.  Cheaper than :func:`band_keys` (one multiply
-    per value instead of a full mix), and enough: the tables only route a lookup to a chain,
-    whose rows are then checked value by value."""
-    h = np.uint64(band + 1) * np.uint64(0xD6E8FEB86659FD93)
-    for j in range(band * rows, (band + 1) * rows):
-        h = h * np.uint64(0x9E3779B97F4A7C15) + sig[j]
-    return _mix(h)
-
-
-@njit(cache=True, inline="always")
-def _store(
-    sig: U64,
-    values: U64,
-    alive: Bool,
-    row: int,
-    slots: U64,
-    nxt: U32,
-    used: I64,
-    keys: U64,
-    first: U64,
-    bands: int,
-    rows: int,
-) -> None:  # pragma: no cover - compiled
-    values[row] = sig
-    alive[row] = True
-    mask = np.uint64(slots.shape[1] - 1)
-    for b in range(bands):  # independent loads first (see _band_hits), then the inserts
-        keys[b] = _table_key(sig, b, rows)
-        first[b] = slots[b, (keys[b] >> np.uint64(32)) & mask]
-    for b in range(bands):
-        if first[b] == 0:  # the usual case: a band no row holds yet
-            fingerprint = keys[b] >> np.uint64(32)
-            slots[b, fingerprint & mask] = (fingerprint << np.uint64(32)) | np.uint64(row + 1)
-            nxt[row, b] = 0
-            used[b] += 1
-        else:
-            insert_one(slots, nxt, used, b, keys[b], row)
-
-
-@njit(cache=True)
-def _add_one(
-    sig: U64,
-    values: U64,
-    alive: Bool,
-    row: int,
-    slots: U64,
-    nxt: U32,
-    used: I64,
-    bands: int,
-    rows: int,
-) -> np.int64:  # pragma: no cover - compiled
-    """Store ``sig`` as row ``row`` (values, live flag) and insert its band keys: one call
-    per add instead of several numpy steps and two kernels.  The most slots used in a band."""
-    keys = np.empty(bands, dtype=np.uint64)
-    first = np.empty(bands, dtype=np.uint64)
-    _store(sig, values, alive, row, slots, nxt, used, keys, first, bands, rows)
-    return np.int64(used.max())
-
-
-@njit(cache=True)
-def _add_block(
-    block: U64,
-    start: int,
-    values: U64,
-    alive: Bool,
-    slots: U64,
-    nxt: U32,
-    used: I64,
-    bands: int,
-    rows: int,
-) -> np.int64:  # pragma: no cover - compiled
-    """:func:`_add_one` of each row of ``block`` as rows ``start, start + 1, ...``."""
-    keys = np.empty(bands, dtype=np.uint64)
-    first = np.empty(bands, dtype=np.uint64)
-    for i in range(block.shape[0]):
-        _store(block[i], values, alive, start + i, slots, nxt, used, keys, first, bands, rows)
-    return np.int64(used.max())
-
-
-@njit(cache=True)
-def _band_hits(
-    q: U64, values: U64, alive: Bool, slots: U64, nxt: U32, bands: int, rows: int, out: I64
-) -> int:  # pragma: no cover - compiled
-    """Live rows holding one of ``q``'s bands exactly (a row once per band it holds), into
-    ``out`` while there is room; how many there are.
-
-    The first slot of every band is read before any is looked at: independent loads the
-    processor overlaps, where a probe per band in turn would wait for each cache miss."""
-    mask = np.uint64(slots.shape[1] - 1)
-    keys = np.empty(bands, dtype=np.uint64)
-    first = np.empty(bands, dtype=np.uint64)
-    for b in range(bands):
-        key = _table_key(q, b, rows)
-        keys[b] = key
-        first[b] = slots[b, (key >> np.uint64(32)) & mask]
-    count = 0
-    for b in range(bands):
-        if first[b] == 0:
-            continue  # the usual answer for a new document: no row holds this band
-        r = band_head(slots, b, keys[b])
-        while r != 0:
-            row = r - 1
-            if alive[row]:
-                same = True
-                for j in range(b * rows, (b + 1) * rows):
-                    if values[row, j] != q[j]:
-                        same = False  # another key with the same 32-bit fingerprint
-                        break
-                if same:
-                    if count < out.shape[0]:
-                        out[count] = row
-                    count += 1
-            r = np.int64(nxt[row, b])
-    return count
-
-
-@njit(cache=True)
-def _query_into(
-    q: U64,
-    values: U64,
-    alive: Bool,
-    slots: U64,
-    nxt: U32,
-    bands: int,
-    rows: int,
-    need: int,
-    exact: bool,
-    out: I64,
-) -> int:  # pragma: no cover - compiled
-    """The distinct rows sharing a band with ``q`` that have at least ``need`` values equal
-    to ``q``'s, in row order, into ``out[:k]``, and their numbers of equal values into
-    ``out[m : m + k]`` (``m = len(out) // 4``; ``exact``: counted in full, else counting
-    stops at ``need``, enough to keep or drop the row; the second half of ``out`` is work
-    space).  Returns ``k``, or ``-k`` when ``out`` is too small (call again with four times
-    ``k``).  Output arrays are the caller's: returning new arrays from a compiled call costs
-    about a microsecond each.
-
-    With bands of one row, the first ``bands`` positions are the bands: a row's hits are
-    exactly its equal values there, so only the other positions are read."""
-    quarter = out.shape[0] // 4
-    half = 2 * quarter
-    hits = out[half:]
-    n = _band_hits(q, values, alive, slots, nxt, bands, rows, hits)
-    if n == 0:
-        return 0
-    if n > hits.shape[0]:  # more hits than the buffer holds: scan again into room
-        hits = np.empty(n, dtype=np.int64)
-        n = _band_hits(q, values, alive, slots, nxt, bands, rows, hits)
-    hits = np.sort(hits[:n]) if n > 1 else hits[:1].copy()
-    width = values.shape[1]
-    banded = bands if rows == 1 else 0
-    kept = 0
-    i = 0
-    while i < n:
-        r = hits[i]
-        j = i + 1
-        while j < n and hits[j] == r:
-            j += 1
-        c = j - i if banded > 0 else 0
-        k = banded
-        while k < width and (exact or c < need):
-            if values[r, k] == q[k]:
-                c += 1
-            k += 1
-        if c >= need:
-            if kept < quarter:
-                out[kept] = r
-                out[quarter + kept] = c
-            kept += 1
-        i = j
-    return kept if kept <= quarter else -kept
-
-
-@njit(cache=True)
-def _query_one(
-    q: U64, values: U64, alive: Bool, slots: U64, nxt: U32, rows: int, need: int
-) -> np.int64:  # pragma: no cover - compiled
-    """:func:`_query_into` (exact counts, ``bands`` from the tables) when at most one row
-    comes back, as one integer (no output array to allocate or read): 0 for none,
-    ``(row << 15 | count) + 1`` for one, ``-k`` for ``k`` rows (then call
-    :func:`_query_into`).  Few arguments: each one costs time in every call."""
-    out = np.empty(_FIRST_OUT, dtype=np.int64)
-    k = _query_into(q, values, alive, slots, nxt, slots.shape[0], rows, need, True, out)
-    if k == 1:
-        return np.int64(((out[0] << _COUNT_BITS) | out[_FIRST_OUT // 4]) + 1)
-    return np.int64(0) if k == 0 else np.int64(-abs(k))
-
-
-@njit(cache=True)
-def _query_many(
-    qs: U64, values: U64, alive: Bool, slots: U64, nxt: U32, bands: int, rows: int, need: int
-) -> tuple[I64, I64, I64]:  # pragma: no cover - compiled
-    """:func:`_query_into` (exact counts) of each query: (query number, row, count)."""
-    out_q = np.empty(0, dtype=np.int64)
-    out_r = np.empty(0, dtype=np.int64)
-    out_c = np.empty(0, dtype=np.int64)
-    total = 0
-    found = np.empty(1024, dtype=np.int64)
-    for q in range(qs.shape[0]):
-        k = _query_into(qs[q], values, alive, slots, nxt, bands, rows, need, True, found)
-        if k < 0:
-            found = np.empty(-8 * k, dtype=np.int64)
-            k = _query_into(qs[q], values, alive, slots, nxt, bands, rows, need, True, found)
-        if total + k > out_q.shape[0]:
-            size = max(2 * out_q.shape[0], total + k, 1024)
-            grown_q = np.empty(size, dtype=np.int64)
-            grown_r = np.empty(size, dtype=np.int64)
-            grown_c = np.empty(size, dtype=np.int64)
-            grown_q[:total] = out_q[:total]
-            grown_r[:total] = out_r[:total]
-            grown_c[:total] = out_c[:total]
-            out_q, out_r, out_c = grown_q, grown_r, grown_c
-        quarter = found.shape[0] // 4
-        out_q[total : total + k] = q
-        out_r[total : total + k] = found[:k]
-        out_c[total : total + k] = found[quarter : quarter + k]
-        total += k
-    return out_q[:total], out_r[:total], out_c[:total]
+def _rank(item: tuple[Key, float]) -> tuple[float, Key]:
+    """Order of a query's results: best score first, then key."""
+    return -item[1], item[0]
 
 
 @functools.lru_cache(maxsize=64)
@@ -421,7 +192,24 @@ class LSHIndex(RowIndex):
         self._num_perm = config.num_perm
         self._pending: list[U64] = []  # values of the last rows added, not stored yet
         self._hold = config.buffer_size
+        self._query_call: Any = None  # see _bind_query_call
+        self._rows_store = GrowingRows()
+        self._spare_out: I64 | None = np.empty(_FIRST_OUT, dtype=np.int64)  # see query
         self._init_rows(BandTables(self.bands), (config.num_perm,))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable state (``pickle``, ``copy.deepcopy``): the signatures as a plain array,
+        without the memory map and the compiled-code handle, which are made again on use."""
+        self._flush()
+        state = self.__dict__.copy()
+        values = np.zeros(self._values.shape, dtype=np.uint64)
+        values[: self._nrows] = self._values[: self._nrows]
+        state.update(_values=values, _rows_store=None, _query_call=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._rows_store = GrowingRows()
 
     @property
     def nbytes(self) -> int:
@@ -447,9 +235,9 @@ class LSHIndex(RowIndex):
         tables = self._tables
         start, end = int(rows[0]), int(rows[-1]) + 1
         tables.reserve(rows.shape[0], end)
-        tables.used = _add_block(
+        tables.used = kern._add_block(
             np.ascontiguousarray(values), start, self._values, self._alive, tables.slots,
-            tables.next, tables.band_used, self.bands, self.rows,
+            tables.tags, tables.next, tables.band_used, self.bands, self.rows,
         )  # fmt: skip
 
     def _compact_tables(self, renumber: npt.NDArray[np.int64]) -> None:
@@ -573,19 +361,38 @@ class LSHIndex(RowIndex):
             return
         tables = self._tables
         tables.reserve(len(pending), self._nrows)
-        tables.used = _add_block(
-            np.array(pending), start, self._values, self._alive, tables.slots, tables.next,
-            tables.band_used, self.bands, self.rows,
+        tables.used = kern._add_block(
+            np.array(pending), start, self._values, self._alive, tables.slots, tables.tags,
+            tables.next, tables.band_used, self.bands, self.rows,
         )  # fmt: skip
+
+    def _reserve(self, rows: int) -> None:
+        """Room for ``rows`` rows: the signatures grow in place (:class:`GrowingRows`)."""
+        if rows >= 1 << 32:
+            raise InputError(f"{self.KIND} holds at most 2**32 - 1 rows; compact or shard")
+        cap = self._values.shape[0]
+        if rows <= cap:
+            return
+        cap = max(rows, 2 * cap)
+        n, width = self._nrows, self._values.shape[1]
+        store = self._rows_store
+        if store.owns(self._values):
+            self._values = np.empty((0, width), dtype=np.uint64)  # the map's only view goes
+            self._values = store.resize(cap, width, n)
+        else:
+            self._values = store.adopt(self._values, n, cap)
+        alive = np.zeros(cap, dtype=np.bool_)
+        alive[:n] = self._alive[:n]
+        self._alive = alive
 
     def _insert_one(self, values: U64, row: int) -> None:
         """Store ``values`` as live row ``row`` and insert its band keys (one compiled call)."""
         tables = self._tables
         if tables.used >= tables.limit or row >= tables.next.shape[0]:
             tables.reserve(1, row + 1)
-        tables.used = _add_one(
-            values, self._values, self._alive, row, tables.slots, tables.next, tables.band_used,
-            self.bands, self.rows,
+        tables.used = kern._add_one(
+            values, self._values, self._alive, row, tables.slots, tables.tags, tables.next,
+            tables.band_used, self.bands, self.rows,
         )  # fmt: skip
 
     def add_many(self, keys: Sequence[Key], signatures: object) -> None:
@@ -608,8 +415,8 @@ class LSHIndex(RowIndex):
         tables = self._tables
         out = np.empty(_FIRST_OUT, dtype=np.int64)
         while True:
-            k = _query_into(
-                q, self._values, self._alive, tables.slots, tables.next, self.bands,
+            k = kern._query_into(
+                q, self._values, self._alive, tables.slots, tables.tags, tables.next, self.bands,
                 self.rows, need, exact, out,
             )  # fmt: skip
             if k >= 0:
@@ -625,9 +432,9 @@ class LSHIndex(RowIndex):
     def _many(self, sigs: U64, need: int) -> tuple[I64, I64, I64]:
         self._flush()
         tables = self._tables
-        found: tuple[I64, I64, I64] = _query_many(
-            np.ascontiguousarray(sigs), self._values, self._alive, tables.slots, tables.next,
-            self.bands, self.rows, need,
+        found: tuple[I64, I64, I64] = kern._query_many(
+            np.ascontiguousarray(sigs), self._values, self._alive, tables.slots, tables.tags,
+            tables.next, self.bands, self.rows, need,
         )  # fmt: skip
         return found
 
@@ -640,10 +447,13 @@ class LSHIndex(RowIndex):
         """
         if limit is not None:
             check_int("limit", limit, low=1)
+        call = kern._query_one
         if type(signature) is Signature and signature.scheme_id == self.scheme_id:
             q = signature.values  # the usual valid query (else the full checks below)
             if q.shape[0] != self._num_perm or q.dtype != _UINT64:
                 q = self._signature(signature, [])
+            elif q.strides[0] == _UINT64.itemsize:  # contiguous: the compiled code directly
+                call = self._query_call or self._bind_query_call(q)
         else:
             q = self._signature(signature, [])
         need = 0
@@ -653,21 +463,48 @@ class LSHIndex(RowIndex):
         if self._pending:
             self._flush()
         tables = self._tables
-        code = int(
-            _query_one(q, self._values, self._alive, tables.slots, tables.next, self.rows, need)
-        )
-        if code == 0:
-            return []  # the usual answer for a new document
+        # An output buffer of this call's own: taken from the index (another thread's query
+        # finds none and makes one) and given back.
+        out = self._spare_out
+        self._spare_out = None
+        if out is None:
+            out = np.empty(_FIRST_OUT, dtype=np.int64)
+        code = call(
+            q, self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows,
+            need, out,
+        )  # fmt: skip
+        if code >= 0:
+            self._spare_out = out
+            if code == 0:
+                return []  # the usual answer for a new document
+            code -= 1
+            key = self._keys.keys[code >> _COUNT_BITS]
+            return [(key, (code & _COUNT_MASK) / self._num_perm)]  # type: ignore[list-item]
         num_perm = self._num_perm
         keys = self._keys.keys
-        if code > 0:
-            code -= 1
-            return [(keys[code >> _COUNT_BITS], (code & _COUNT_MASK) / num_perm)]  # type: ignore[list-item]
-        found, equal = self._rows_of(q, need, True)
-        rows, counts = found.tolist(), equal.tolist()
+        if -code <= _FIRST_OUT // 4:
+            rows, counts = (
+                out[:-code].tolist(),
+                out[_FIRST_OUT // 4 : _FIRST_OUT // 4 - code].tolist(),
+            )
+            self._spare_out = out
+        else:
+            found, equal = self._rows_of(q, need, True)
+            rows, counts = found.tolist(), equal.tolist()
         ranked = sorted((-c, keys[r]) for c, r in zip(counts, rows, strict=True))
         result = [(k, -c / num_perm) for c, k in ranked]
         return result[:limit] if limit is not None else result  # type: ignore[misc]
+
+    def _bind_query_call(self, q: U64) -> Any:
+        """The compiled code of the single-query kernel for a contiguous query ``q`` and this
+        index's arrays (whose types never change), kept for the next queries."""
+        self._flush()
+        tables = self._tables
+        self._query_call = compiled_entry(
+            kern._query_one, q, self._values, self._alive, tables.slots, tables.tags, tables.next,
+            self.rows, 0, np.empty(_FIRST_OUT, dtype=np.int64),
+        )  # fmt: skip
+        return self._query_call
 
     def query_keys(self, signature: Signature, min_score: float = 0.0) -> list[Key]:
         """The keys of :meth:`query` (same ``min_score``), unranked and in no promised order:
@@ -701,14 +538,18 @@ class LSHIndex(RowIndex):
         need = _min_equal(self._num_perm, float(min_score)) if min_score else 0
         qs, rows, counts = self._many(sigs, need)
         out: list[list[tuple[Key, float]]] = [[] for _ in range(sigs.shape[0])]
+        if not qs.shape[0]:
+            return out
         keys = self._keys.lookup(rows.tolist())
         num_perm = self._num_perm
         for q, c, k in zip(qs.tolist(), counts.tolist(), keys, strict=True):
             out[q].append((k, c / num_perm))
-        for i, result in enumerate(out):
-            result.sort(key=lambda item: (-item[1], item[0]))
+        # Only the queries with several candidates (consecutive in ``qs``) need ranking.
+        for q in np.unique(qs[1:][qs[1:] == qs[:-1]]).tolist():
+            result = out[q]
+            result.sort(key=_rank)
             if limit is not None and len(result) > limit:
-                out[i] = result[:limit]
+                out[q] = result[:limit]
         return out
 
     # -- persistence -----------------------------------------------------------------------
