@@ -73,7 +73,14 @@ from neardup.batch.io import (
 from neardup.batch.ranges import ByteRange, ParsedRange, parse_range, plan_ranges, splittable
 from neardup.batch.tasks import DedupConfig, SignedPartition, candidate_pairs, sign_partition
 from neardup.batch.unionfind import center_labels, component_labels
-from neardup.batch.verify import DUPLICATE, UNRELATED, PairVerdicts, ProfileRows, profile_rows
+from neardup.batch.verify import (
+    DUPLICATE,
+    LABELS,
+    UNRELATED,
+    PairVerdicts,
+    ProfileRows,
+    profile_rows,
+)
 from neardup.batch.verify import verify_pairs as judge_pairs
 from neardup.config import canonical_json
 from neardup.errors import ConfigError, ConflictError, IncompleteOutputError, StoreError
@@ -875,14 +882,18 @@ def _gather_profiles(work_path: Path, starts: I64, docs: I64) -> ProfileRows:
 
 
 def _verify_chunk(
-    chunk: I64, work_path: Path, starts: I64, rule: RuleConfig, features: str
+    chunk: I64, work_path: Path, starts: I64, rule: RuleConfig, features: str, question: str
 ) -> PairVerdicts:
     """The rule's verdicts on a chunk of pairs of document ordinals, reading the profiles
     from the work directory (in this process, or on a :class:`LocalPool` worker, which
     shares the disk)."""
     docs = np.unique(chunk)
     return judge_pairs(
-        np.searchsorted(docs, chunk), _gather_profiles(work_path, starts, docs), rule, features
+        np.searchsorted(docs, chunk),
+        _gather_profiles(work_path, starts, docs),
+        rule,
+        features,
+        question,
     )
 
 
@@ -901,6 +912,7 @@ def _verify_stage(
     directory; Dask workers may not see it, so there the driver gathers them and ships them
     with the chunk."""
     features = "related" if mode == "pairs" else "none"
+    question = "verdict" if mode == "pairs" else "duplicate"
     starts = np.asarray(meta.part_starts, dtype=np.int64)
     dask = runner.client is not None and not isinstance(runner.client, LocalPool)
     bar = _bar(progress, "verifying", total=int(pairs.shape[0]), unit="pair")
@@ -911,9 +923,10 @@ def _verify_stage(
             if dask:
                 docs = np.unique(chunk)
                 rows = _gather_profiles(work.path, starts, docs)
-                yield (judge_pairs, np.searchsorted(docs, chunk), rows, config.rule, features)
+                local = np.searchsorted(docs, chunk)
+                yield (judge_pairs, local, rows, config.rule, features, question)
             else:
-                yield (_verify_chunk, chunk, work.path, starts, config.rule, features)
+                yield (_verify_chunk, chunk, work.path, starts, config.rule, features, question)
 
     results: list[PairVerdicts] = []
     for verdicts in runner.imap(_call, tasks()):
@@ -1114,9 +1127,11 @@ def run(
     summary.invalid = stats.invalid
     summary.duplicate_ids = stats.duplicate_ids
     summary.skipped_examples = list(stats.examples)
-    counted = np.bincount(verdicts.labels.astype(np.int64), minlength=len(VERDICTS))
-    summary.verdicts = {name: int(c) for name, c in zip(VERDICTS, counted.tolist(), strict=True)}
-    related = int(counted.sum() - counted[UNRELATED])
+    counted = np.bincount(verdicts.labels.astype(np.int64), minlength=len(LABELS))
+    # dedup asks only whether each pair is a duplicate; pairs asks for the verdict.
+    names = ("duplicate", "not duplicate") if mode == "dedup" else VERDICTS
+    summary.verdicts = {name: int(counted[LABELS.index(name)]) for name in names}
+    related = int(counted[: len(VERDICTS)].sum() - counted[UNRELATED])
     summary.verified_pairs = int(counted[DUPLICATE]) if mode == "dedup" else related
     summary.seconds = time.perf_counter() - clock
     if not keep_work:
