@@ -70,6 +70,7 @@ from neardup.batch.io import (
     iter_records,
     read_at,
 )
+from neardup.batch.profiles import partition_profiles
 from neardup.batch.ranges import ByteRange, ParsedRange, parse_range, plan_ranges, splittable
 from neardup.batch.tasks import DedupConfig, SignedPartition, candidate_pairs, sign_partition
 from neardup.batch.unionfind import center_labels, component_labels
@@ -79,7 +80,6 @@ from neardup.batch.verify import (
     UNRELATED,
     PairVerdicts,
     ProfileRows,
-    profile_rows,
 )
 from neardup.batch.verify import verify_pairs as judge_pairs
 from neardup.config import canonical_json
@@ -821,10 +821,12 @@ def _profile_stage(
     work: _WorkDir,
     meta: _Meta,
     involved: I64,
+    terms: bool,
     progress: bool,
 ) -> None:
     """Profiles of the ``involved`` documents (those in some candidate pair), made from
-    their texts re-read by (file, line), saved per partition (``pay``)."""
+    their texts re-read by (file, line), saved per partition (``pay``); ``terms=False``:
+    without content words (a ``dedup`` run)."""
     starts = np.asarray(meta.part_starts, dtype=np.int64)
     bar = _bar(progress, "profiling", total=int(involved.shape[0]))
     owner = np.searchsorted(starts, involved, side="right") - 1
@@ -845,7 +847,7 @@ def _profile_stage(
                 if str(obj.get(id_field)) != meta.ids[int(d)]:
                     raise StoreError("the input changed during the run; run again")
                 texts.append(obj[text_field])
-            yield (_profile_task, p, docs - starts[p], texts, config.rule)
+            yield (_profile_task, p, docs - starts[p], texts, config.rule, terms)
 
     for p, rows, profiles in runner.imap(_call, tasks()):
         work.save("pay", p, {"rows": rows, **profiles.arrays()})
@@ -854,9 +856,9 @@ def _profile_stage(
 
 
 def _profile_task(
-    part: int, rows: I64, texts: list[str], rule: RuleConfig
+    part: int, rows: I64, texts: list[str], rule: RuleConfig, terms: bool
 ) -> tuple[int, I64, ProfileRows]:
-    return part, rows, profile_rows(texts, rule)
+    return part, rows, partition_profiles(texts, rule, terms)
 
 
 _PROFILE_NAMES = [f.name for f in dataclasses.fields(ProfileRows)]
@@ -1101,7 +1103,9 @@ def run(
     t0 = time.perf_counter()
     involved = np.unique(pairs)
     if involved.shape[0]:
-        _profile_stage(corpus, cfg, runner, work, meta, involved, progress)
+        # dedup asks only whether pairs are duplicates: no content words (the cosine).
+        terms = mode == "pairs"
+        _profile_stage(corpus, cfg, runner, work, meta, involved, terms, progress)
     summary.profiled_documents = int(involved.shape[0])
     summary.stage_seconds["profile"] = time.perf_counter() - t0
 
