@@ -36,19 +36,16 @@ million documents: see ``docs/batch.md``.
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 import contextlib
 import dataclasses
 import datetime as dt
 import json
-import multiprocessing
 import os
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
@@ -59,6 +56,7 @@ import xxhash
 from tqdm import tqdm
 
 from neardup.batch.banding import shard_of, unique_pairs
+from neardup.batch.executors import Executor, LocalPool, executor_for
 from neardup.batch.io import (
     AtomicJsonlWriter,
     InputRecord,
@@ -90,7 +88,6 @@ from neardup.rule import VERDICTS, RuleConfig
 __all__ = [
     "DedupResult",
     "DedupSummary",
-    "Runner",
     "dedup",
     "find_pairs",
     "run",
@@ -116,45 +113,7 @@ _MIN_SHARDS = 8
 SCHEDULER_TIMEOUT = "20s"
 
 
-# Argument types shipped to Dask workers by scatter rather than inside the task graph.
-_BULKY = (list, np.ndarray, ProfileRows, SignedPartition)
-
 # --- running tasks -----------------------------------------------------------------------
-
-
-class LocalPool:
-    """``workers`` processes on this machine, without Dask: what ``--workers N`` starts when
-    no scheduler is given.
-
-    A Dask LocalCluster costs seconds of start-up (scheduler, nanny and worker processes,
-    each importing neardup and loading the compiled kernels: 2.6 CPU seconds more than one
-    process on the 50k benchmark), which on a 2-core machine ate the gain of the second
-    core.  Here the driver loads the kernels once (:func:`_warm_up`) and *forks* the workers
-    (on Linux; elsewhere they are spawned), so a worker starts with everything loaded and
-    costs milliseconds.  The workers are started at once, before the run creates any
-    thread of its own (progress bars).  Tasks are the same pure functions as on Dask; with
-    plain JSON Lines input each worker reads its own byte ranges, writes its arrays to the
-    work directory and sends back only ids, dates, lengths and line numbers, so the output
-    is byte-identical to one process (tested).
-    """
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-        method = "fork" if sys.platform.startswith("linux") else "spawn"
-        self.executor = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context(method)
-        )
-        # The first task starts every worker process now (a forking executor starts them
-        # all at its first submit), while this process has no other threads.
-        self.executor.submit(int).result()
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
-        """Run ``fn(*args)`` on a worker."""
-        return self.executor.submit(fn, *args)
-
-    def close(self) -> None:
-        """Stop the workers (idempotent)."""
-        self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _warm_up(config: DedupConfig) -> None:
@@ -162,58 +121,6 @@ def _warm_up(config: DedupConfig) -> None:
     :class:`LocalPool` forks, so its workers inherit them instead of each loading them)."""
     text = "warm up the compiled kernels of the signing pass once"
     sign_partition([text], config)
-
-
-class Runner:
-    """Runs pure task functions in order: in-process, on a :class:`LocalPool`, or on a Dask
-    client (bounded in flight).
-
-    With ``client=None`` everything runs in the calling process.  Otherwise tasks are
-    submitted to ``client`` with at most ``max_in_flight`` outstanding, and results are
-    yielded in submission order (so the driver's output never depends on timing).
-    """
-
-    def __init__(self, client: Any = None, max_in_flight: int | None = None) -> None:
-        self.client = client
-        workers = 1
-        if isinstance(client, LocalPool):
-            workers = client.workers
-        elif client is not None:
-            try:
-                workers = max(1, len(client.scheduler_info().get("workers", {})))
-            except Exception:  # a client that cannot report its workers: assume a few
-                workers = 2
-        self.workers = workers
-        self.max_in_flight = max_in_flight or 2 * workers + 1
-
-    def imap(self, fn: Callable[..., Any], arg_tuples: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
-        """``fn(*args)`` for each args tuple, in order."""
-        if self.client is None:
-            for args in arg_tuples:
-                yield fn(*args)
-            return
-        pending: collections.deque[Any] = collections.deque()
-        if isinstance(self.client, LocalPool):
-            for args in arg_tuples:
-                pending.append(self.client.submit(fn, *args))
-                if len(pending) >= self.max_in_flight:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-            return
-        for args in arg_tuples:
-            # Bulky arguments (texts, arrays) go to the workers by scatter, not inside the
-            # task graph (which Dask warns about and handles worse).
-            shipped = [
-                # scatter() of a list scatters its items: wrap it to ship it as one object.
-                self.client.scatter([a], hash=False)[0] if isinstance(a, _BULKY) else a
-                for a in args
-            ]
-            pending.append(self.client.submit(fn, *shipped, pure=False))
-            if len(pending) >= self.max_in_flight:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
 
 
 # --- results -----------------------------------------------------------------------------
@@ -532,7 +439,7 @@ class _SignInputs:
 
     corpus: _Corpus
     config: DedupConfig
-    runner: Runner
+    runner: Executor
     work: _WorkDir
     stats: ReadStats
     summary: DedupSummary
@@ -639,7 +546,8 @@ def _sign_stage_ranges(job: _SignInputs) -> tuple[_Meta, list[I64]]:
     counts = {True: ReadStats(), False: job.stats}
     bar = _bar(job.progress, "signing")
 
-    pool = isinstance(job.runner.client, LocalPool)
+    # Workers that share the work directory save their arrays there themselves.
+    pool = job.runner.shares_work_dir and not job.runner.in_process
 
     def tasks() -> Iterator[tuple[Any, ...]]:
         for p, (_, part) in enumerate(plan):
@@ -766,12 +674,12 @@ class _KeyShards:
 
 
 def _shuffle_stage(
-    shuffle: _KeyShards, config: DedupConfig, runner: Runner, progress: bool, work: _WorkDir
+    shuffle: _KeyShards, config: DedupConfig, runner: Executor, progress: bool, work: _WorkDir
 ) -> I64:
     shards = shuffle.shards
     shard_keys, shard_docs = shuffle.keys, shuffle.docs
     bar = _bar(progress, "buckets", total=shards, unit="shard")
-    pool = isinstance(runner.client, LocalPool)
+    pool = runner.shares_work_dir and not runner.in_process
 
     def tasks() -> Iterator[tuple[Any, ...]]:
         for s in range(shards):
@@ -817,7 +725,7 @@ def _shard_task(keys_file: Path, docs_file: Path, max_bucket: int) -> I64:
 def _profile_stage(
     corpus: _Corpus,
     config: DedupConfig,
-    runner: Runner,
+    runner: Executor,
     work: _WorkDir,
     meta: _Meta,
     involved: I64,
@@ -902,27 +810,27 @@ def _verify_chunk(
 def _verify_stage(
     pairs: I64,
     config: DedupConfig,
-    runner: Runner,
+    runner: Executor,
     work: _WorkDir,
     meta: _Meta,
     mode: str,
     progress: bool,
 ) -> PairVerdicts:
     """The rule's verdict on every candidate pair, in chunks of ``_VERIFY_CHUNK`` pairs;
-    the features are kept for the related pairs in ``pairs`` mode.  In this process and on
-    a :class:`LocalPool` a chunk's task reads its documents' profiles from the work
-    directory; Dask workers may not see it, so there the driver gathers them and ships them
-    with the chunk."""
+    the features are kept for the related pairs in ``pairs`` mode.  On an executor that
+    shares the work directory (this process, a :class:`LocalPool`) a chunk's task reads its
+    documents' profiles there; Dask workers may not see it, so there the driver gathers
+    them and ships them with the chunk."""
     features = "related" if mode == "pairs" else "none"
     question = "verdict" if mode == "pairs" else "duplicate"
     starts = np.asarray(meta.part_starts, dtype=np.int64)
-    dask = runner.client is not None and not isinstance(runner.client, LocalPool)
+    ship = not runner.shares_work_dir
     bar = _bar(progress, "verifying", total=int(pairs.shape[0]), unit="pair")
 
     def tasks() -> Iterator[tuple[Any, ...]]:
         for lo in range(0, pairs.shape[0], _VERIFY_CHUNK):
             chunk = pairs[lo : lo + _VERIFY_CHUNK]
-            if dask:
+            if ship:
                 docs = np.unique(chunk)
                 rows = _gather_profiles(work.path, starts, docs)
                 local = np.searchsorted(docs, chunk)
@@ -1051,8 +959,9 @@ def run(
 ) -> DedupResult:
     """Run the pipeline and return the clusters (no output written).
 
-    ``client``: a ``distributed.Client`` or a :class:`LocalPool` to run tasks on, or
-    ``None`` for this process.
+    ``client``: a ``distributed.Client``, a :class:`LocalPool` (or any
+    :class:`~neardup.batch.executors.Executor`) to run tasks on, or ``None`` for this
+    process.
     ``worker_reads``: with a client and plain JSON Lines input, the workers read and parse
     their own byte ranges of the files (they must see the same paths); ``False`` makes the
     driver read everything and ship the texts (for clusters without shared storage).
@@ -1071,7 +980,7 @@ def run(
         # Partitions differ between the two reading modes: never resume across them.
         key + ("-ranges" if use_ranges else ""),
     )
-    runner = Runner(client)
+    runner = executor_for(client)
     summary = DedupSummary()
     stats = ReadStats()
     clock = time.perf_counter()

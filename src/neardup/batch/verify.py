@@ -351,14 +351,16 @@ def _screen_counts(
 def row_counts(rows: ProfileRows) -> tuple[I64, I64, I64, I64]:
     """:func:`neardup.rule.bounds.profile_counts` of every row: ``(positions, distinct,
     tokens, prose)`` arrays."""
-    positions = np.diff(np.asarray(rows.shingle_offsets, dtype=np.int64))
-    distinct = np.diff(np.asarray(rows.set_offsets, dtype=np.int64))
+    shingle_offsets = np.asarray(rows.shingle_offsets, dtype=np.int64)
+    set_offsets = np.asarray(rows.set_offsets, dtype=np.int64)
     token_offsets = np.asarray(rows.token_offsets, dtype=np.int64)
-    tokens = np.diff(token_offsets)
+    positions: I64 = shingle_offsets[1:] - shingle_offsets[:-1]
+    distinct: I64 = set_offsets[1:] - set_offsets[:-1]
+    tokens: I64 = token_offsets[1:] - token_offsets[:-1]
     is_prose = (np.asarray(rows.flags) & FURNITURE) == 0
     before = np.zeros(is_prose.shape[0] + 1, dtype=np.int64)
     np.cumsum(is_prose, out=before[1:])
-    prose = before[token_offsets[1:]] - before[token_offsets[:-1]]
+    prose: I64 = before[token_offsets[1:]] - before[token_offsets[:-1]]
     return positions, distinct, tokens, prose
 
 
