@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from neardup.batch.tasks import SignedPartition
 from neardup.batch.verify import ProfileRows
@@ -173,3 +174,22 @@ def executor_for(client: Any = None) -> Executor:
     if isinstance(client, Executor):
         return client
     return DaskExecutor(client)
+
+
+def call(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``: the one task function the stages submit (``(fn, *args)`` tuples)."""
+    return fn(*args)
+
+
+def progress_bar(progress: bool, desc: str, total: int | None = None, unit: str = "doc") -> tqdm:
+    """A progress bar on stderr (tqdm), shown only when ``progress``."""
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        disable=not progress,
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+        unit_scale=True,
+    )
