@@ -17,10 +17,13 @@ the stages live in :mod:`~neardup.batch.signing` (1), :mod:`~neardup.batch.shuff
 2. **Shuffle**: every document's keys are routed to a shard by key; each shard is grouped
    by key on a worker and yields candidate pairs (:mod:`neardup.batch.banding`).
 3. **Profile**: a second pass re-reads only the documents in some candidate pair and makes
-   their profiles (:func:`neardup.rule.profile`), saved per partition.
-4. **Verify**: every candidate pair is judged by the rule, in parallel chunks
-   (:mod:`neardup.batch.verify`): ``duplicate``, ``partial``, ``similar`` or
-   ``unrelated``, with the rule's score and features.
+   their profiles (:mod:`neardup.batch.profiles`: :func:`neardup.rule.profile` of each,
+   a partition at a time), saved per partition.
+4. **Verify**: every candidate pair is screened by the rule's exact bounds, then judged by
+   the rule where the bounds leave the answer open, in parallel chunks
+   (:mod:`neardup.batch.verify`): for ``pairs`` its verdict (``duplicate``, ``partial``,
+   ``similar`` or ``unrelated``) with the rule's score and features, for ``dedup`` only
+   whether it is a duplicate.
 5. **Cluster**: the ``duplicate`` verdicts make the clusters (:mod:`neardup.batch.unionfind`):
    by default greedy centers (every removed document is a duplicate of the document kept
    for it, preferred by ``keep``), or connected components (``clusters="components"``).
