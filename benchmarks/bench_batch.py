@@ -29,7 +29,10 @@ the load average before and after is saved):
   threshold and winnowed passage fingerprints of word 4-shingles, every candidate judged by
   the near-duplicate rule) with ``workers=--workers``: a pool of that
   many forked local processes (no Dask); in one process (``neardup-1proc``); and on a Dask
-  LocalCluster of ``--workers`` processes started by the run (``neardup-dask``).  Its
+  LocalCluster of ``--workers`` processes started by the run (``neardup-dask``).  With
+  ``--base-src DIR``, ``neardup-base`` runs the neardup sources in DIR (e.g. ``git archive
+  COMMIT src | tar -x -C DIR``) in one process, round-robin with the others: a before/after
+  of two versions against the same rensa and datasketch runs.  Its
   labels are read back from the output file (orjson), inside the timed span.
 * ``datasketch``: ``MinHash.bulk`` (its documented way to hash many sets: one set of
   permutations for all) of lower-cased word 4-shingles, 5,000 documents a call, then
@@ -227,7 +230,7 @@ def _worker_main(args: argparse.Namespace) -> None:
         labels = run_neardup(path, args.threshold, args.workers)
     elif args.worker == "neardup-dask":
         labels = run_neardup(path, args.threshold, args.workers, dask=True)
-    else:
+    else:  # neardup-1proc, neardup-base
         labels = run_neardup(path, args.threshold, 1)
     seconds = time.perf_counter() - t0
     np.save(args.labels, np.asarray(labels, dtype=np.int64))
@@ -251,7 +254,9 @@ def _tree_rss(pid: int) -> int:
         return 0
 
 
-def _run_system(name: str, corpus: Path, threshold: float, workers: int) -> dict[str, Any]:
+def _run_system(
+    name: str, corpus: Path, threshold: float, workers: int, base_src: str | None = None
+) -> dict[str, Any]:
     labels_path = corpus.with_name(f"labels-{name}.npy")
     cmd = [
         sys.executable,
@@ -267,8 +272,13 @@ def _run_system(name: str, corpus: Path, threshold: float, workers: int) -> dict
         "--workers",
         str(workers),
     ]
+    env = dict(os.environ)
+    if name == "neardup-base":
+        if base_src is None:
+            raise SystemExit("the neardup-base system needs --base-src")
+        env["PYTHONPATH"] = base_src
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = 0
     stop = threading.Event()
 
@@ -514,6 +524,12 @@ def main() -> None:
     )
     parser.add_argument("--probe-call", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
+        "--base-src",
+        default=None,
+        help="the neardup sources (e.g. from git archive) the neardup-base system runs in one "
+        "process, round-robin with the other systems: a before/after in the same run",
+    )
+    parser.add_argument(
         "--sweep",
         default=None,
         help="comma-separated thresholds: quality of neardup (one process) at each, no timing",
@@ -549,7 +565,9 @@ def main() -> None:
         load_before = os.getloadavg()
         for _ in range(args.repeat):
             for name in names:
-                all_runs[name].append(_run_system(name, corpus, args.threshold, args.workers))
+                all_runs[name].append(
+                    _run_system(name, corpus, args.threshold, args.workers, args.base_src)
+                )
         load_after = os.getloadavg()
         for name in names:
             runs = all_runs[name]
@@ -566,7 +584,7 @@ def main() -> None:
             }
             print(f"{name:14s} {json.dumps(rows[name])}", flush=True)
     ratios = {}
-    for ours in ("neardup", "neardup-1proc", "neardup-dask"):
+    for ours in ("neardup", "neardup-1proc", "neardup-dask", "neardup-base"):
         for other in ("datasketch", "rensa"):
             if ours in rows and other in rows:
                 ratios[f"{ours}_speedup_vs_{other}"] = round(
@@ -584,6 +602,7 @@ def main() -> None:
         "workers": args.workers,
         "seed": args.seed,
         "repeat": args.repeat,
+        "base_src": args.base_src,
         "systems": rows,
         "ratios": ratios,
         "load_average_1_5_15min": {

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from neardup.batch import DedupConfig, dedup, find_pairs, run
-from neardup.batch import engine as engine_module
+from neardup.batch import signing as signing_module
 from neardup.batch.io import check_complete
 from neardup.errors import ConfigError
 from neardup.evaluation.synth import perturb_words
@@ -405,7 +405,7 @@ def test_interrupted_run_resumes_with_identical_output(
     path, _ = planted
     cfg = DedupConfig(partition_size=100)
     out = tmp_path / "out.jsonl"
-    real = engine_module._sign_task
+    real = signing_module._sign_task
     calls = collections.Counter[str]()
 
     def failing(*args):  # type: ignore[no-untyped-def]
@@ -414,12 +414,12 @@ def test_interrupted_run_resumes_with_identical_output(
             raise KeyboardInterrupt  # the user pressed Ctrl-C during partition 3
         return real(*args)
 
-    monkeypatch.setattr(engine_module, "_sign_task", failing)
+    monkeypatch.setattr(signing_module, "_sign_task", failing)
     with pytest.raises(KeyboardInterrupt):
         dedup(path, out, cfg, worker_reads=worker_reads)
     assert not out.exists()
     assert (tmp_path / "out.jsonl.work").exists()
-    monkeypatch.setattr(engine_module, "_sign_task", real)
+    monkeypatch.setattr(signing_module, "_sign_task", real)
     summary = dedup(path, out, cfg, worker_reads=worker_reads)
     assert summary.resumed_partitions == 3
     fresh = tmp_path / "fresh.jsonl"

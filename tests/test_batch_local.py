@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from neardup.batch import DedupConfig, dedup, run
-from neardup.batch import engine as engine_module
+from neardup.batch import signing as signing_module
 from neardup.batch.engine import DedupResult, DedupSummary, LocalPool
 from neardup.batch.io import check_object
 from neardup.batch.ranges import _common_case, _date_us
@@ -154,7 +154,7 @@ def test_fast_date_path_gives_parse_dates_instant(value: object) -> None:
             check_object({"id": "a", "text": "b", "date": value}, FieldNames())
 
 
-_REAL_RANGE_TASK = engine_module._range_task_saving
+_REAL_RANGE_TASK = signing_module._range_task_saving
 
 
 def _range_task_failing_at_3(*args: Any) -> Any:
@@ -172,11 +172,11 @@ def test_interrupted_pool_run_resumes_with_identical_output(
     path = _corpus(tmp_path, reuters_docs)
     cfg = DedupConfig(partition_size=64)
     out = tmp_path / "out.jsonl"
-    monkeypatch.setattr(engine_module, "_range_task_saving", _range_task_failing_at_3)
+    monkeypatch.setattr(signing_module, "_range_task_saving", _range_task_failing_at_3)
     with pytest.raises(RuntimeError, match="partition 3"):
         dedup(path, out, cfg, workers=2)
     assert not out.exists()
-    monkeypatch.setattr(engine_module, "_range_task_saving", _REAL_RANGE_TASK)
+    monkeypatch.setattr(signing_module, "_range_task_saving", _REAL_RANGE_TASK)
     summary = dedup(path, out, cfg, workers=2)
     assert summary.resumed_partitions == 3
     fresh = tmp_path / "fresh.jsonl"

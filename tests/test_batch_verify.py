@@ -176,3 +176,106 @@ def test_cosine_of_huge_norms_is_exact() -> None:
         n = int(norm2[left[k]]) * int(norm2[right[k]])
         want = min(1.0, int(dots[k]) / math.sqrt(n)) if n else 0.0
         assert got[k] == want
+
+
+def _edited_corpus(seed: int, n: int) -> list[str]:
+    """Copies, cuts, excerpts and unrelated texts of a few stories: every verdict occurs."""
+    rng = np.random.default_rng(seed)
+    words = (STORY + " " + TEXTS[4]).split()
+    texts = []
+    for _ in range(n):
+        base = words[int(rng.integers(0, 20)) :][: int(rng.integers(5, len(words)))]
+        kind = int(rng.integers(0, 4))
+        if kind == 0:  # word edits
+            base = [w if rng.random() > 0.1 else "edit" for w in base]
+        elif kind == 1:  # shuffled sentences-ish: blocks of 8 words
+            blocks = [base[i : i + 8] for i in range(0, len(base), 8)]
+            rng.shuffle(blocks)
+            base = [w for b in blocks for w in b]
+        elif kind == 2:  # unrelated filler around a passage
+            base = ["filler"] * int(rng.integers(0, 60)) + base[:40]
+        texts.append(("\n" if rng.random() < 0.2 else " ").join(base))
+    return texts + TEXTS
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_screened_answers_equal_judge(seed: int) -> None:
+    """The bounds screen changes no answer: on every pair of an edited corpus, the verdict
+    question gives judge's verdict (features kept or not) and the duplicate question says
+    duplicate exactly when judge does, with judge's score."""
+    rule = RuleConfig()
+    texts = _edited_corpus(seed, 40)
+    rows = profile_rows(texts, rule)
+    pairs = np.array(list(itertools.combinations(range(len(texts)), 2)), dtype=np.int64)
+    verdicts = verify_pairs(pairs, rows, rule, features="none")
+    related = verify_pairs(pairs, rows, rule, features="related")
+    duplicate = verify_pairs(pairs, rows, rule, features="none", question="duplicate")
+    seen = set()
+    for k, (a, b) in enumerate(pairs.tolist()):
+        expected = judge(texts[a], texts[b], rule)
+        seen.add(expected.label)
+        assert verdicts.label(k) == related.label(k) == expected.label
+        assert verdicts.scores[k] == expected.score
+        if expected.label != "unrelated":
+            assert related.features(k) == expected.features
+        if expected.label == "duplicate":
+            assert duplicate.label(k) == "duplicate"
+            assert duplicate.scores[k] == expected.score
+        else:
+            assert duplicate.label(k) == "not duplicate"
+            assert np.isnan(duplicate.scores[k])
+    assert seen == set(VERDICTS)
+
+
+def test_bounds_hold_for_every_pair() -> None:
+    """copy_possible_pairs never rules out the verdict judge gives (the screen's guarantee),
+    and rules out some pairs (it screens)."""
+    from neardup.batch.verify import _screen_counts, row_counts
+    from neardup.rule.bounds import copy_possible_pairs
+
+    for rule in (RuleConfig(), RuleConfig(width=3, partial_min_passage=12)):
+        texts = _edited_corpus(5, 40)
+        rows = profile_rows(texts, rule)
+        pairs = np.array(list(itertools.combinations(range(len(texts)), 2)), dtype=np.int64)
+        left, right = pairs[:, 0].copy(), pairs[:, 1].copy()
+        shared, _ = _screen_counts(
+            left,
+            right,
+            rows.sets,
+            rows.set_offsets,
+            rows.terms,
+            rows.term_counts,
+            rows.term_offsets,
+            False,
+        )
+        per = row_counts(rows)
+        dup, part = copy_possible_pairs(
+            shared, tuple(c[left] for c in per), tuple(c[right] for c in per), rule
+        )
+        for k, (a, b) in enumerate(pairs.tolist()):
+            label = judge(texts[a], texts[b], rule).label
+            assert dup[k] or label != "duplicate"
+            assert part[k] or dup[k] or label != "partial"
+        assert not dup.all()
+        assert not (dup | part).all()
+
+
+def test_duplicate_question_keeps_no_features() -> None:
+    from neardup.errors import ConfigError
+
+    rows = profile_rows(TEXTS[:2], RuleConfig())
+    with pytest.raises(ConfigError):
+        verify_pairs(np.array([[0, 1]]), rows, RuleConfig(), question="duplicate")
+    with pytest.raises(ConfigError):
+        verify_pairs(np.array([[0, 1]]), rows, RuleConfig(), question="maybe")
+
+
+def test_row_counts_equal_profile_counts() -> None:
+    from neardup.batch.verify import row_counts
+    from neardup.rule import profile
+    from neardup.rule.bounds import profile_counts
+
+    rule = RuleConfig()
+    per = row_counts(profile_rows(TEXTS, rule))
+    for d, text in enumerate(TEXTS):
+        assert tuple(int(c[d]) for c in per) == profile_counts(profile(text, rule))

@@ -9,16 +9,20 @@ verdicts in memory.  See ``docs/batch.md``.
 
 from __future__ import annotations
 
-from neardup.batch.engine import DedupResult, DedupSummary, Runner, dedup, find_pairs, run
+from neardup.batch.engine import DedupResult, DedupSummary, dedup, find_pairs, run
+from neardup.batch.executors import DaskExecutor, Executor, InProcess, LocalPool
 from neardup.batch.io import check_complete, input_files, iter_records
 from neardup.batch.tasks import DedupConfig
 from neardup.batch.unionfind import UnionFind, component_labels
 
 __all__ = [
+    "DaskExecutor",
     "DedupConfig",
     "DedupResult",
     "DedupSummary",
-    "Runner",
+    "Executor",
+    "InProcess",
+    "LocalPool",
     "UnionFind",
     "check_complete",
     "component_labels",

@@ -9,7 +9,10 @@ own feature kernels (:mod:`neardup.rule._kernels`: each text's coverage by the o
 longest shared passage, the shared shingles, the content-word dot product), and the verdicts
 are the rule's clauses applied to those features for the whole chunk at once
 (:func:`decide_arrays`, property-tested equal to :func:`neardup.rule.decide`).  The kernel
-computes features, never verdicts.
+computes features, never verdicts.  Before them, every pair is screened by the rule's exact
+upper bounds (:mod:`neardup.rule.bounds`) from the distinct shingles the two texts share,
+one linear merge: most candidate pairs of a corpus cannot be a copy, and ``dedup`` only asks
+whether a pair is a duplicate, which rules out even more.
 
 Guarantees: every verdict, score and feature equals :func:`neardup.rule.judge` of the two
 texts (tested pair by pair); deterministic.
@@ -25,17 +28,24 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup._jit import njit
+from neardup.errors import ConfigError
 from neardup.rule import VERDICTS, Features, RuleConfig, profile
 from neardup.rule._kernels import direction, merge_count_sorted, weighted_dot
+from neardup.rule.bounds import copy_possible_pairs
 from neardup.rule.features import Direction
+from neardup.rule.junk import FURNITURE
 
 __all__ = [
     "DUPLICATE",
+    "LABELS",
+    "NOT_DUPLICATE",
+    "QUESTIONS",
     "UNRELATED",
     "PairVerdicts",
     "ProfileRows",
     "decide_arrays",
     "profile_rows",
+    "row_counts",
     "verify_pairs",
 ]
 
@@ -45,6 +55,11 @@ F64 = npt.NDArray[np.float64]
 
 DUPLICATE = VERDICTS.index("duplicate")
 UNRELATED = VERDICTS.index("unrelated")
+#: The label of a pair that a ``duplicate`` question found not to be a duplicate (which of
+#: the rule's other verdicts it gets is not asked).
+NOT_DUPLICATE = len(VERDICTS)
+#: Names of the labels of :class:`PairVerdicts`: the rule's verdicts, then ``not duplicate``.
+LABELS = (*VERDICTS, "not duplicate")
 
 # Columns of PairVerdicts.counts: for each of the two texts (a, then b) its Direction fields
 # (found prose, prose, found tokens, tokens, passage), then the shared distinct shingles and
@@ -149,7 +164,7 @@ def profile_rows(texts: list[str], rule: RuleConfig) -> ProfileRows:
 
 
 @njit(cache=True, nogil=True)  # type: ignore[misc]
-def _pair_counts(
+def _directions(
     left: I64,
     right: I64,
     shingles: U64,
@@ -158,14 +173,10 @@ def _pair_counts(
     tok_off: I64,
     sets: U64,
     set_off: I64,
-    terms: U64,
-    term_counts: Any,
-    term_off: I64,
     width: int,
-) -> tuple[I64, I64]:  # pragma: no cover - compiled
+) -> I64:  # pragma: no cover - compiled
     m = left.shape[0]
-    counts = np.zeros((m, _COLUMNS), dtype=np.int64)
-    dots = np.zeros(m, dtype=np.int64)
+    counts = np.zeros((m, 2 * _DIRECTION), dtype=np.int64)
     for k in range(m):
         a, b = left[k], right[k]
         a_sh = shingles[sh_off[a] : sh_off[a + 1]]
@@ -179,26 +190,18 @@ def _pair_counts(
         for c in range(_DIRECTION):
             counts[k, c] = da[c]
             counts[k, _DIRECTION + c] = db[c]
-        shared = merge_count_sorted(a_set, b_set)
-        counts[k, _SHARED] = shared
-        counts[k, _UNION] = a_set.shape[0] + b_set.shape[0] - shared
-        dots[k] = weighted_dot(
-            terms[term_off[a] : term_off[a + 1]],
-            term_counts[term_off[a] : term_off[a + 1]],
-            terms[term_off[b] : term_off[b + 1]],
-            term_counts[term_off[b] : term_off[b + 1]],
-        )
-    return counts, dots
+    return counts
 
 
 @dataclasses.dataclass(frozen=True)
 class PairVerdicts:
-    """The rule's verdicts on pairs: ``labels`` (indexes into :data:`neardup.rule.VERDICTS`)
-    and ``scores`` of every pair; the features of the pairs listed in ``kept`` (ascending
-    pair indexes: ``counts``, the integer features, and ``cosine``), from which
-    :meth:`features` rebuilds a pair's :class:`~neardup.rule.Features`.  Features are kept
-    for the pairs a ``pairs`` output reports (the related ones), not for the millions of
-    ``unrelated`` candidates, nor at all for ``dedup``."""
+    """The rule's verdicts on pairs: ``labels`` (indexes into :data:`LABELS`: the rule's
+    verdicts, or ``not duplicate`` for the duplicate question) and ``scores`` of every
+    pair; the features of the pairs listed in ``kept`` (ascending pair indexes:
+    ``counts``, the integer features, and ``cosine``), from which :meth:`features` rebuilds
+    a pair's :class:`~neardup.rule.Features`.  Features are kept for the pairs a ``pairs``
+    output reports (the related ones), not for the millions of ``unrelated`` candidates,
+    nor at all for ``dedup``."""
 
     labels: npt.NDArray[np.int8]
     scores: F64
@@ -233,7 +236,7 @@ class PairVerdicts:
 
     def label(self, k: int) -> str:
         """The verdict of pair ``k``."""
-        return VERDICTS[int(self.labels[k])]
+        return LABELS[int(self.labels[k])]
 
     def related(self) -> Iterator[tuple[int, Features]]:
         """``(pair index, features)`` of the kept pairs the rule did not call
@@ -311,40 +314,178 @@ def decide_arrays(
     return labels, scores
 
 
+QUESTIONS = ("verdict", "duplicate")
+
+
+@njit(cache=True, nogil=True)  # type: ignore[misc]
+def _screen_counts(
+    left: I64,
+    right: I64,
+    sets: U64,
+    set_off: I64,
+    terms: U64,
+    term_counts: Any,
+    term_off: I64,
+    dots: bool,
+) -> tuple[I64, I64]:  # pragma: no cover - compiled
+    """Distinct shingles shared by each pair (one merge of the two sorted sets) and, with
+    ``dots``, the content-word dot product: what the bounds and the cosine need."""
+    m = left.shape[0]
+    shared = np.zeros(m, dtype=np.int64)
+    dot = np.zeros(m, dtype=np.int64)
+    for k in range(m):
+        a, b = left[k], right[k]
+        shared[k] = merge_count_sorted(
+            sets[set_off[a] : set_off[a + 1]], sets[set_off[b] : set_off[b + 1]]
+        )
+        if dots:
+            dot[k] = weighted_dot(
+                terms[term_off[a] : term_off[a + 1]],
+                term_counts[term_off[a] : term_off[a + 1]],
+                terms[term_off[b] : term_off[b + 1]],
+                term_counts[term_off[b] : term_off[b + 1]],
+            )
+    return shared, dot
+
+
+def row_counts(rows: ProfileRows) -> tuple[I64, I64, I64, I64]:
+    """:func:`neardup.rule.bounds.profile_counts` of every row: ``(positions, distinct,
+    tokens, prose)`` arrays."""
+    shingle_offsets = np.asarray(rows.shingle_offsets, dtype=np.int64)
+    set_offsets = np.asarray(rows.set_offsets, dtype=np.int64)
+    token_offsets = np.asarray(rows.token_offsets, dtype=np.int64)
+    positions: I64 = shingle_offsets[1:] - shingle_offsets[:-1]
+    distinct: I64 = set_offsets[1:] - set_offsets[:-1]
+    tokens: I64 = token_offsets[1:] - token_offsets[:-1]
+    is_prose = (np.asarray(rows.flags) & FURNITURE) == 0
+    before = np.zeros(is_prose.shape[0] + 1, dtype=np.int64)
+    np.cumsum(is_prose, out=before[1:])
+    prose: I64 = before[token_offsets[1:]] - before[token_offsets[:-1]]
+    return positions, distinct, tokens, prose
+
+
 def verify_pairs(
-    pairs: I64, rows: ProfileRows, rule: RuleConfig, features: str = "related"
+    pairs: I64,
+    rows: ProfileRows,
+    rule: RuleConfig,
+    features: str = "related",
+    question: str = "verdict",
 ) -> PairVerdicts:
-    """The rule's verdict on each pair ``(a, b)`` of rows of ``rows`` (a before b); the
-    features are kept for ``"all"`` pairs, the ``"related"`` ones (not ``unrelated``) or
-    ``"none"``."""
+    """The rule's answer for each pair ``(a, b)`` of rows of ``rows`` (a before b).
+
+    ``question="verdict"``: the rule's verdict, with the features kept for ``"all"``
+    pairs, the ``"related"`` ones (not ``unrelated``) or ``"none"``.
+    ``question="duplicate"`` (what ``dedup`` asks; ``features="none"`` only): whether each
+    pair is a ``duplicate`` (label :data:`DUPLICATE`, the rule's score) or not
+    (:data:`NOT_DUPLICATE`, score NaN), the rule's other verdicts left apart.
+
+    Every pair is first screened by exact upper bounds of its copy features from the
+    shingles the two texts share (:func:`neardup.rule.bounds.copy_possible_pairs`); the
+    position-by-position features are computed only for pairs whose answer the bounds
+    leave open (and, for kept features, the related ones).  A pair the bounds rule out
+    gets the verdict the rule gives it from the cosine alone (``similar`` or
+    ``unrelated``), or ``not duplicate``: the same answers as without the screen (tested).
+    """
+    if question not in QUESTIONS:
+        raise ConfigError(f"question must be one of {QUESTIONS}, got {question!r}")
+    if question == "duplicate" and features != "none":
+        raise ConfigError("the duplicate question keeps no features: use features='none'")
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if pairs.shape[0] == 0:
         return PairVerdicts.empty()
     left = np.ascontiguousarray(pairs[:, 0])
     right = np.ascontiguousarray(pairs[:, 1])
-    counts, dots = _pair_counts(
+    arrays = _contiguous(rows)
+    verdict = question == "verdict"
+    shared, dots = _screen_counts(
         left,
         right,
-        np.ascontiguousarray(rows.shingles, dtype=np.uint64),
-        np.ascontiguousarray(rows.shingle_offsets, dtype=np.int64),
-        np.ascontiguousarray(rows.flags, dtype=np.uint8),
-        np.ascontiguousarray(rows.token_offsets, dtype=np.int64),
-        np.ascontiguousarray(rows.sets, dtype=np.uint64),
-        np.ascontiguousarray(rows.set_offsets, dtype=np.int64),
-        np.ascontiguousarray(rows.terms, dtype=np.uint64),
-        np.ascontiguousarray(rows.term_counts, dtype=np.uint32),
-        np.ascontiguousarray(rows.term_offsets, dtype=np.int64),
-        rule.width,
+        arrays["sets"],
+        arrays["set_offsets"],
+        arrays["terms"],
+        arrays["term_counts"],
+        arrays["term_offsets"],
+        verdict,
     )
-    cosine = _cosines(dots, np.asarray(rows.norm2, dtype=np.int64), left, right)
-    coverage_a = _coverage(*(counts[:, c] for c in range(4)))
-    coverage_b = _coverage(*(counts[:, _DIRECTION + c] for c in range(4)))
-    passage = np.minimum(counts[:, 4], counts[:, _DIRECTION + 4])
-    labels, scores = decide_arrays(coverage_a, coverage_b, passage, cosine, rule)
+    per_row = row_counts(rows)
+    duplicate_open, partial_open = copy_possible_pairs(
+        shared,
+        (per_row[0][left], per_row[1][left], per_row[2][left], per_row[3][left]),
+        (per_row[0][right], per_row[1][right], per_row[2][right], per_row[3][right]),
+        rule,
+    )
+    m = left.shape[0]
+    if verdict:
+        cosine = _cosines(dots, np.asarray(rows.norm2, dtype=np.int64), left, right)
+        full = duplicate_open | partial_open
+        if features == "all":
+            full[:] = True
+        elif features == "related":
+            full |= cosine >= rule.similar_min_cosine
+        # Copies ruled out: the rule decides by the cosine alone (decide's last clause).
+        labels = np.where(
+            cosine >= rule.similar_min_cosine, VERDICTS.index("similar"), UNRELATED
+        ).astype(np.int8)
+        scores = cosine.copy()
+    else:
+        cosine = np.zeros(m, dtype=np.float64)
+        full = duplicate_open
+        labels = np.full(m, NOT_DUPLICATE, dtype=np.int8)
+        scores = np.full(m, np.nan)
+    counts = np.zeros((m, _COLUMNS), dtype=np.int64)
+    counts[:, _SHARED] = shared
+    counts[:, _UNION] = per_row[1][left] + per_row[1][right] - shared
+    at = np.flatnonzero(full)
+    if at.shape[0]:
+        counts[at, : 2 * _DIRECTION] = _direction_counts(left[at], right[at], arrays, rule.width)
+        sub = counts[at]
+        coverage_a = _coverage(*(sub[:, c] for c in range(4)))
+        coverage_b = _coverage(*(sub[:, _DIRECTION + c] for c in range(4)))
+        passage = np.minimum(sub[:, 4], sub[:, _DIRECTION + 4])
+        sub_labels, sub_scores = decide_arrays(coverage_a, coverage_b, passage, cosine[at], rule)
+        if not verdict:
+            dup = sub_labels == DUPLICATE
+            sub_labels = np.where(dup, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
+            sub_scores = np.where(dup, sub_scores, np.nan)
+        labels[at] = sub_labels
+        scores[at] = sub_scores
     if features == "all":
-        kept = np.arange(labels.shape[0], dtype=np.int64)
+        kept = np.arange(m, dtype=np.int64)
     elif features == "related":
         kept = np.flatnonzero(labels != UNRELATED).astype(np.int64)
     else:
         kept = np.empty(0, dtype=np.int64)
     return PairVerdicts(labels, scores, kept, counts[kept], cosine[kept])
+
+
+def _contiguous(rows: ProfileRows) -> dict[str, np.ndarray]:
+    """The arrays of ``rows`` as the compiled kernels take them (contiguous, typed)."""
+    types = {
+        "shingles": np.uint64,
+        "shingle_offsets": np.int64,
+        "flags": np.uint8,
+        "token_offsets": np.int64,
+        "sets": np.uint64,
+        "set_offsets": np.int64,
+        "terms": np.uint64,
+        "term_counts": np.uint32,
+        "term_offsets": np.int64,
+    }
+    return {name: np.ascontiguousarray(getattr(rows, name), dtype=t) for name, t in types.items()}
+
+
+def _direction_counts(left: I64, right: I64, arrays: dict[str, np.ndarray], width: int) -> I64:
+    """The two :class:`~neardup.rule.features.Direction` rows of each pair (columns 0-9 of
+    :attr:`PairVerdicts.counts`)."""
+    out: I64 = _directions(
+        left,
+        right,
+        arrays["shingles"],
+        arrays["shingle_offsets"],
+        arrays["flags"],
+        arrays["token_offsets"],
+        arrays["sets"],
+        arrays["set_offsets"],
+        width,
+    )
+    return out

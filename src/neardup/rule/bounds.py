@@ -29,7 +29,14 @@ import numpy.typing as npt
 
 from neardup.rule.profile import Profile, RuleConfig
 
-__all__ = ["Screen", "copy_bounds", "copy_possible", "profile_counts", "screen"]
+__all__ = [
+    "Screen",
+    "copy_bounds",
+    "copy_possible",
+    "copy_possible_pairs",
+    "profile_counts",
+    "screen",
+]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -75,6 +82,31 @@ def copy_possible(
     partial = np.minimum(pass_new, pass_old) >= config.partial_min_passage
     possible: npt.NDArray[np.bool_] = duplicate | partial
     return possible
+
+
+def copy_possible_pairs(
+    shared: I64,
+    a: tuple[I64, I64, I64, I64],
+    b: tuple[I64, I64, I64, I64],
+    config: RuleConfig,
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per pair ``(a[k], b[k])``: whether the bounds leave ``duplicate`` possible, and
+    whether they leave ``partial`` possible (``False``: the rule's verdict is not that one).
+
+    ``a`` and ``b``: :func:`profile_counts` of each pair's two texts, as arrays (one entry
+    per pair); ``shared``: the distinct shingles each pair shares.  The same bounds and
+    clauses as :func:`copy_possible`, for many pairs of many texts at once (batch dedup
+    asks only the first question)."""
+    w = config.width
+    cov_a, pass_a = copy_bounds(shared, *a, w)
+    cov_b, pass_b = copy_bounds(shared, *b, w)
+    high = np.maximum(cov_a, cov_b)
+    low = np.minimum(cov_a, cov_b)
+    duplicate = (high >= config.duplicate_min_coverage) & (
+        low >= config.duplicate_min_coverage_other
+    )
+    partial = np.minimum(pass_a, pass_b) >= config.partial_min_passage
+    return duplicate, partial
 
 
 @dataclasses.dataclass(frozen=True)
