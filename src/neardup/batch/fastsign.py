@@ -15,9 +15,8 @@ Here a partition is processed at once:
   :func:`neardup.sketch.shingleset.shingle_hashes` (tested).
 * :func:`minhash_matrix`: the k-permutation MinHash of :mod:`neardup.sketch.minhash`
   (``method="permutations"``: ``min_x (a_i x + b_i) mod 2**64``) for all documents in one
-  numba loop.  The ``a_i, b_i`` are read back from the public
-  :func:`~neardup.sketch.minhash.minhash_values` (the value of the set ``{0}`` is ``b``, of
-  ``{1}`` is ``a + b``), so the rows are byte-identical to
+  numba loop, with the ``a_i, b_i`` of
+  :func:`~neardup.sketch.minhash.permutation_params`, so the rows are byte-identical to
   ``sign(text, "minhash", method="permutations", ...)`` (tested).
 
 Guarantees: deterministic; memory linear in the partition's tokens.
@@ -33,11 +32,11 @@ import numpy.typing as npt
 
 from neardup._jit import compiled_worthwhile, njit
 from neardup.shingles import token_hashes, word_shingles
-from neardup.sketch.minhash import minhash_values
+from neardup.sketch.minhash import permutation_params
 from neardup.sketch.shingleset import TOKEN_SEED
 from neardup.text import TextConfig
 
-__all__ = ["minhash_matrix", "partition_shingles", "permutation_params", "unique_rows"]
+__all__ = ["minhash_matrix", "partition_shingles", "unique_rows"]
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -178,16 +177,6 @@ def _unique_rows_numpy(flat: U64, offsets: I64) -> tuple[U64, I64]:
     new_offsets = np.zeros(offsets.shape[0], dtype=np.int64)
     np.cumsum(np.bincount(rows[keep], minlength=offsets.shape[0] - 1), out=new_offsets[1:])
     return values[keep], new_offsets
-
-
-@functools.lru_cache(maxsize=16)
-def permutation_params(num_perm: int, seed: int) -> tuple[U64, U64]:
-    """``(a, b)`` of the k-permutation MinHash of :mod:`neardup.sketch.minhash`."""
-    b = minhash_values(np.array([0], dtype=np.uint64), num_perm, "permutations", seed)
-    a_plus_b = minhash_values(np.array([1], dtype=np.uint64), num_perm, "permutations", seed)
-    with np.errstate(over="ignore"):
-        a = a_plus_b - b
-    return a, b
 
 
 @njit(cache=True)
