@@ -15,7 +15,17 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["direction", "merge_count_sorted", "pair_counts", "screen_counts", "weighted_dot"]
+__all__ = [
+    "ROW_HEADER",
+    "direction",
+    "merge_count_sorted",
+    "pair_counts",
+    "pair_counts_rows",
+    "row_parts",
+    "screen_counts",
+    "screen_rows",
+    "weighted_dot",
+]
 
 _FURNITURE = 1
 _QUOTED = 2
@@ -164,3 +174,97 @@ def screen_counts(
         t0, t1 = term_offsets[i], term_offsets[i + 1]
         dot[i] = weighted_dot(q_terms, q_counts, terms[t0:t1], counts[t0:t1])
     return shared, dot
+
+
+# --- packed profile rows (one uint64 array per profile; layout: neardup.rule.features) -------
+
+ROW_HEADER = 6  # positions, tokens, distinct shingles, terms, prose tokens, squared norm
+
+
+@njit(cache=True, nogil=True)
+def row_parts(rows: Any, base: int) -> Any:  # pragma: no cover
+    """``(shingles, flags, shingle_set, terms, term_counts)`` of the packed row starting at
+    ``rows[base]`` (views, no copy)."""
+    m = np.int64(rows[base])
+    n = np.int64(rows[base + 1])
+    s = np.int64(rows[base + 2])
+    t = np.int64(rows[base + 3])
+    a = base + ROW_HEADER
+    shingles = rows[a : a + m]
+    a += m
+    shingle_set = rows[a : a + s]
+    a += s
+    terms = rows[a : a + t]
+    a += t
+    count_words = (t + 1) // 2
+    term_counts = rows[a : a + count_words].view(np.uint32)[:t]
+    a += count_words
+    flags = rows[a : a + (n + 7) // 8].view(np.uint8)[:n]
+    return shingles, flags, shingle_set, terms, term_counts
+
+
+@njit(cache=True, nogil=True)
+def screen_rows(
+    q_set: Any, q_terms: Any, q_counts: Any, rows: Any, offsets: Any
+) -> Any:  # pragma: no cover
+    """Per packed row: ``(shared, dot, positions, distinct, tokens, prose, norm2)`` -- the
+    distinct shingles shared with the query, the content-word dot product, and the row's
+    own counts from its header (what the bounds of :mod:`neardup.rule.bounds` read)."""
+    k = offsets.shape[0] - 1
+    out = np.zeros((k, 7), dtype=np.int64)
+    for i in range(k):
+        base = offsets[i]
+        _, _, shingle_set, terms, term_counts = row_parts(rows, base)
+        out[i, 0] = merge_count_sorted(q_set, shingle_set)
+        out[i, 1] = weighted_dot(q_terms, q_counts, terms, term_counts)
+        out[i, 2] = np.int64(rows[base])
+        out[i, 3] = np.int64(rows[base + 2])
+        out[i, 4] = np.int64(rows[base + 1])
+        out[i, 5] = np.int64(rows[base + 4])
+        out[i, 6] = np.int64(rows[base + 5])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def pair_counts_rows(
+    a_shingles: Any,
+    a_flags: Any,
+    a_set: Any,
+    a_terms: Any,
+    a_counts: Any,
+    rows: Any,
+    offsets: Any,
+    select: Any,
+    width: int,
+) -> Any:  # pragma: no cover
+    """:func:`pair_counts` of text ``a`` with each selected packed row, as an int64 matrix
+    (one line per entry of ``select``, the 12 columns of :func:`pair_counts`)."""
+    out = np.zeros((select.shape[0], 12), dtype=np.int64)
+    for j in range(select.shape[0]):
+        shingles, flags, shingle_set, terms, term_counts = row_parts(rows, offsets[select[j]])
+        c = pair_counts(
+            a_shingles,
+            a_flags,
+            a_set,
+            a_terms,
+            a_counts,
+            shingles,
+            flags,
+            shingle_set,
+            terms,
+            term_counts,
+            width,
+        )
+        out[j, 0] = c[0]
+        out[j, 1] = c[1]
+        out[j, 2] = c[2]
+        out[j, 3] = c[3]
+        out[j, 4] = c[4]
+        out[j, 5] = c[5]
+        out[j, 6] = c[6]
+        out[j, 7] = c[7]
+        out[j, 8] = c[8]
+        out[j, 9] = c[9]
+        out[j, 10] = c[10]
+        out[j, 11] = c[11]
+    return out

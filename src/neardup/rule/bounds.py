@@ -16,7 +16,11 @@ upper bounds of the two coverages and of the shared passage:
 When the bounds cannot reach ``duplicate`` or ``partial`` (:func:`copy_possible`), the
 verdict is decided by the cosine alone (``similar`` or ``unrelated``), exactly as
 :func:`neardup.rule.decide` would decide it.  Property-tested against the exact features
-(``tests/test_rule.py``).
+(``tests/test_rule.py``, ``tests/test_rule_rows.py``).
+
+:func:`screen_rows` is :func:`screen` against packed profiles
+(:func:`neardup.rule.features.pack_rows`): one compiled call for all of them, the counts the
+bounds read taken from each row's header.
 """
 
 from __future__ import annotations
@@ -29,7 +33,15 @@ import numpy.typing as npt
 
 from neardup.rule.profile import Profile, RuleConfig
 
-__all__ = ["Screen", "copy_bounds", "copy_possible", "profile_counts", "screen"]
+__all__ = [
+    "RowScreen",
+    "Screen",
+    "copy_bounds",
+    "copy_possible",
+    "profile_counts",
+    "screen",
+    "screen_rows",
+]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -115,3 +127,29 @@ def screen(new: Profile, others: Sequence[Profile], config: RuleConfig) -> Scree
     possible = copy_possible(shared, profile_counts(new), stored, config)
     cosine = [_cosine(int(d), new, o) for d, o in zip(dot.tolist(), others, strict=True)]
     return Screen(shared, cosine, possible)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowScreen:
+    """:class:`Screen` of one text against packed rows, as arrays (``cosine``: the rule's
+    exact content cosine)."""
+
+    shared: I64
+    cosine: F64
+    copy_possible: npt.NDArray[np.bool_]
+
+
+def screen_rows(
+    new: Profile, rows: npt.NDArray[np.uint64], offsets: I64, config: RuleConfig
+) -> RowScreen:
+    """:func:`screen` of ``new`` against the packed ``rows`` (profiles of its scheme), in
+    one compiled call: the same shared counts, cosines and ``copy_possible``."""
+    from neardup.rule import _kernels
+    from neardup.rule.features import cosines
+
+    c = _kernels.screen_rows(new.shingle_set, new.terms, new.term_counts, rows, offsets)
+    shared = c[:, 0]
+    possible = copy_possible(
+        shared, profile_counts(new), (c[:, 2], c[:, 3], c[:, 4], c[:, 5]), config
+    )
+    return RowScreen(shared, cosines(c[:, 1], new.term_norm2, c[:, 6]), possible)
