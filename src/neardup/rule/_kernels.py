@@ -182,7 +182,7 @@ ROW_HEADER = 6  # positions, tokens, distinct shingles, terms, prose tokens, squ
 
 
 @njit(cache=True, nogil=True)
-def row_parts(rows: Any, base: int) -> Any:  # pragma: no cover
+def row_parts(rows: Any, base: Any) -> Any:  # pragma: no cover
     """``(shingles, flags, shingle_set, terms, term_counts)`` of the packed row starting at
     ``rows[base]`` (views, no copy)."""
     m = np.int64(rows[base])
