@@ -131,6 +131,56 @@ def _scan_gather(
     return at
 
 
+@numba.njit(cache=True, nogil=True)
+def _query(
+    fingerprints: Any,
+    seg_fps: Any,
+    seg_rows: Any,
+    buf_fps: Any,
+    buf_rows: Any,
+    nbuf: int,
+    alive: Any,
+    max_postings: int,
+) -> tuple[Any, Any]:  # pragma: no cover - numba
+    """Rows sharing a query value (values held by more than ``max_postings`` live rows
+    skipped), ascending, with the number of distinct query values each shares: the
+    segments' ranges, the buffer's scan and the count of each row, in one call."""
+    q = np.unique(fingerprints)
+    nq = q.shape[0]
+    nseg = len(seg_fps)
+    los = np.empty((nseg, nq), dtype=np.int64)
+    his = np.empty((nseg, nq), dtype=np.int64)
+    counts = np.zeros(nq, dtype=np.int64)
+    for s in range(nseg):
+        lo, hi = _ranges(seg_fps[s], q)
+        los[s] = lo
+        his[s] = hi
+        _live_counts(seg_rows[s], lo, hi, alive, counts)
+    _scan_counts(buf_fps, buf_rows, nbuf, q, alive, counts)
+    keep = (counts > 0) & (counts <= max_postings)
+    total = 0
+    for i in range(nq):
+        if keep[i]:
+            total += counts[i]
+    out = np.empty(total, dtype=np.int64)
+    at = 0
+    for s in range(nseg):
+        at = _gather(seg_rows[s], los[s], his[s], keep, alive, out, at)
+    at = _scan_gather(buf_fps, buf_rows, nbuf, q, keep, alive, out, at)
+    found = np.sort(out[:at])
+    rows = np.empty(at, dtype=np.int64)
+    shared = np.empty(at, dtype=np.int64)
+    n = 0
+    for i in range(at):
+        if n and rows[n - 1] == found[i]:
+            shared[n - 1] += 1
+        else:
+            rows[n] = found[i]
+            shared[n] = 1
+            n += 1
+    return rows[:n], shared[:n]
+
+
 class _Segment:
     __slots__ = ("fps", "rows")
 
@@ -159,6 +209,7 @@ class PassageIndex:
         self._buf_rows = np.zeros(buffer_size, dtype=np.uint32)
         self._buffered = 0
         self._segments: list[_Segment] = []
+        self._typed: tuple[Any, Any] | None = None  # the segments as numba typed lists
 
     # --- rows ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -216,6 +267,7 @@ class PassageIndex:
     def _flush(self) -> None:
         if not self._buffered:
             return
+        self._typed = None
         fps = self._buf_fps[: self._buffered]
         rows = self._buf_rows[: self._buffered]
         order = np.argsort(fps, kind="stable")
@@ -243,34 +295,27 @@ class PassageIndex:
         """``(keys, counts)``: live keys sharing a fingerprint with the query (fingerprints
         held by more than ``max_postings`` live keys skipped), with the number shared, most
         first then by key; ``exclude`` leaves one key out."""
-        q = np.unique(np.asarray(fingerprints, dtype=np.uint64))
+        q = np.ascontiguousarray(fingerprints, dtype=np.uint64)
         empty = np.zeros(0, dtype=np.int64)
         if not q.size or not self._row_of:
             return empty, empty
-        counts = np.zeros(q.size, dtype=np.int64)
-        ranges = []
-        for seg in self._segments:
-            lo, hi = _ranges(seg.fps, q)
-            _live_counts(seg.rows, lo, hi, self._alive, counts)
-            ranges.append((seg.rows, lo, hi))
-        bf, br, bn = self._buf_fps, self._buf_rows, self._buffered
-        _scan_counts(bf, br, bn, q, self._alive, counts)
-        keep = (counts > 0) & (counts <= self.max_postings)
-        total = int(counts[keep].sum())
-        if not total:
-            return empty, empty
-        out = np.empty(total, dtype=np.int64)
-        at = 0
-        for rows, lo, hi in ranges:
-            at = _gather(rows, lo, hi, keep, self._alive, out, at)
-        at = _scan_gather(bf, br, bn, q, keep, self._alive, out, at)
-        found, shared = np.unique(out[:at], return_counts=True)
+        seg_fps, seg_rows = self._typed_segments()
+        found, shared = _query(
+            q,
+            seg_fps,
+            seg_rows,
+            self._buf_fps,
+            self._buf_rows,
+            self._buffered,
+            self._alive,
+            self.max_postings,
+        )
         keys = self._keys[found]
         if exclude is not None:
             mine = keys != exclude
             keys, shared = keys[mine], shared[mine]
         order = np.lexsort((keys, -shared))
-        return keys[order], shared[order].astype(np.int64)
+        return keys[order], shared[order]
 
     def _parts(self) -> list[tuple[U64, U32]]:
         parts = [(s.fps, s.rows) for s in self._segments]
@@ -312,4 +357,17 @@ class PassageIndex:
                 raise InputError("passage index state: a posting names an unknown key")
             order = np.argsort(fps, kind="stable")
             fresh._segments = [_Segment(fps[order], rows[order].astype(np.uint32))]
+        fresh._typed = None
         self.__dict__.update(fresh.__dict__)
+
+    def _typed_segments(self) -> tuple[Any, Any]:
+        """The segments' arrays as numba typed lists (what :func:`_query` reads), remade
+        after each flush."""
+        if self._typed is None:
+            fps = numba.typed.List.empty_list(numba.types.uint64[::1])
+            rows = numba.typed.List.empty_list(numba.types.uint32[::1])
+            for seg in self._segments:
+                fps.append(np.ascontiguousarray(seg.fps))
+                rows.append(np.ascontiguousarray(seg.rows))
+            self._typed = (fps, rows)
+        return self._typed

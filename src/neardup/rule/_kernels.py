@@ -204,25 +204,60 @@ def row_parts(rows: Any, base: Any) -> Any:  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def screen_rows(
-    q_set: Any, q_terms: Any, q_counts: Any, rows: Any, offsets: Any
+def _found_bound(
+    shared: int, positions: int, distinct: int, tokens: int, prose: int, width: int
 ) -> Any:  # pragma: no cover
-    """Per packed row: ``(shared, dot, positions, distinct, tokens, prose, norm2)`` -- the
-    distinct shingles shared with the query, the content-word dot product, and the row's
-    own counts from its header (what the bounds of :mod:`neardup.rule.bounds` read)."""
+    """:func:`neardup.rule.bounds.copy_bounds` of one text for one pair (the same
+    arithmetic): ``(coverage, passage)`` upper bounds."""
+    found_positions = positions - distinct + shared if shared > 0 else 0
+    found_tokens = min(tokens, width * found_positions)
+    base = prose if prose > 0 else tokens
+    coverage = min(1.0, found_tokens / max(base, 1)) if base > 0 else 0.0
+    return coverage, found_tokens
+
+
+@njit(cache=True, nogil=True)
+def screen_rows(
+    q_set: Any,
+    q_terms: Any,
+    q_counts: Any,
+    rows: Any,
+    offsets: Any,
+    q_positions: int,
+    q_distinct: int,
+    q_tokens: int,
+    q_prose: int,
+    width: int,
+) -> Any:  # pragma: no cover
+    """Per packed row: integer ``counts`` ``(shared, dot, passage bound of the query,
+    passage bound of the row, the row's squared term norm)`` and float ``bounds``
+    ``(coverage bound of the query, coverage bound of the row)`` -- the distinct shingles
+    shared, the content-word dot product and the upper bounds of
+    :mod:`neardup.rule.bounds`, each row's own counts read from its header."""
     k = offsets.shape[0] - 1
-    out = np.zeros((k, 7), dtype=np.int64)
+    counts = np.zeros((k, 5), dtype=np.int64)
+    bounds = np.zeros((k, 2), dtype=np.float64)
     for i in range(k):
         base = offsets[i]
         _, _, shingle_set, terms, term_counts = row_parts(rows, base)
-        out[i, 0] = merge_count_sorted(q_set, shingle_set)
-        out[i, 1] = weighted_dot(q_terms, q_counts, terms, term_counts)
-        out[i, 2] = np.int64(rows[base])
-        out[i, 3] = np.int64(rows[base + 2])
-        out[i, 4] = np.int64(rows[base + 1])
-        out[i, 5] = np.int64(rows[base + 4])
-        out[i, 6] = np.int64(rows[base + 5])
-    return out
+        shared = merge_count_sorted(q_set, shingle_set)
+        cov_q, pass_q = _found_bound(shared, q_positions, q_distinct, q_tokens, q_prose, width)
+        cov_r, pass_r = _found_bound(
+            shared,
+            np.int64(rows[base]),
+            np.int64(rows[base + 2]),
+            np.int64(rows[base + 1]),
+            np.int64(rows[base + 4]),
+            width,
+        )
+        counts[i, 0] = shared
+        counts[i, 1] = weighted_dot(q_terms, q_counts, terms, term_counts)
+        counts[i, 2] = pass_q
+        counts[i, 3] = pass_r
+        counts[i, 4] = np.int64(rows[base + 5])
+        bounds[i, 0] = cov_q
+        bounds[i, 1] = cov_r
+    return counts, bounds
 
 
 @njit(cache=True, nogil=True)

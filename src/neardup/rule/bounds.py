@@ -79,6 +79,13 @@ def copy_possible(
     n_pos, n_dist, n_tok, n_prose = (np.full(shared.shape, v, dtype=np.int64) for v in new)
     cov_new, pass_new = copy_bounds(shared, n_pos, n_dist, n_tok, n_prose, w)
     cov_old, pass_old = copy_bounds(shared, *stored, w)
+    return _possible(cov_new, cov_old, pass_new, pass_old, config)
+
+
+def _possible(
+    cov_new: F64, cov_old: F64, pass_new: I64, pass_old: I64, config: RuleConfig
+) -> npt.NDArray[np.bool_]:
+    """Whether the rule's copy clauses can hold under these upper bounds of the features."""
     high = np.maximum(cov_new, cov_old)
     low = np.minimum(cov_new, cov_old)
     duplicate = (high >= config.duplicate_min_coverage) & (
@@ -147,9 +154,18 @@ def screen_rows(
     from neardup.rule import _kernels
     from neardup.rule.features import cosines
 
-    c = _kernels.screen_rows(new.shingle_set, new.terms, new.term_counts, rows, offsets)
-    shared = c[:, 0]
-    possible = copy_possible(
-        shared, profile_counts(new), (c[:, 2], c[:, 3], c[:, 4], c[:, 5]), config
+    n_pos, n_dist, n_tok, n_prose = profile_counts(new)
+    counts, bounds = _kernels.screen_rows(
+        new.shingle_set,
+        new.terms,
+        new.term_counts,
+        rows,
+        offsets,
+        n_pos,
+        n_dist,
+        n_tok,
+        n_prose,
+        config.width,
     )
-    return RowScreen(shared, cosines(c[:, 1], new.term_norm2, c[:, 6]), possible)
+    possible = _possible(bounds[:, 0], bounds[:, 1], counts[:, 2], counts[:, 3], config)
+    return RowScreen(counts[:, 0], cosines(counts[:, 1], new.term_norm2, counts[:, 4]), possible)
