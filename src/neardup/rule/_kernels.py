@@ -205,7 +205,7 @@ def row_parts(rows: Any, base: Any) -> Any:  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def _found_bound(
-    shared: int, positions: int, distinct: int, tokens: int, prose: int, width: int
+    shared: Any, positions: Any, distinct: Any, tokens: Any, prose: Any, width: Any
 ) -> Any:  # pragma: no cover
     """:func:`neardup.rule.bounds.copy_bounds` of one text for one pair (the same
     arithmetic): ``(coverage, passage)`` upper bounds."""
