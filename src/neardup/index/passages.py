@@ -108,11 +108,31 @@ def _find(q: Any, v: Any) -> int:  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True)
+def _bitmap(q: Any) -> Any:  # pragma: no cover - numba
+    """A 4,096-bit filter of the values of ``q`` (their low 12 bits): a value whose bit is
+    clear is not in ``q``, so a scan skips its binary search."""
+    bits = np.zeros(64, dtype=np.uint64)
+    for i in range(q.shape[0]):
+        low = q[i] & np.uint64(4095)
+        bits[low >> np.uint64(6)] |= np.uint64(1) << (low & np.uint64(63))
+    return bits
+
+
+@numba.njit(cache=True, nogil=True)
+def _maybe(bits: Any, v: Any) -> bool:  # pragma: no cover - numba
+    low = v & np.uint64(4095)
+    return (bits[low >> np.uint64(6)] >> (low & np.uint64(63))) & np.uint64(1) != 0
+
+
+@numba.njit(cache=True, nogil=True)
 def _scan_counts(
-    fps: Any, rows: Any, n: int, q: Any, alive: Any, counts: Any
+    fps: Any, rows: Any, n: int, q: Any, bits: Any, alive: Any, counts: Any
 ) -> None:  # pragma: no cover
-    """Add the live unsorted postings ``[:n]`` of each query value to ``counts``."""
+    """Add the live unsorted postings ``[:n]`` of each query value to ``counts``
+    (``bits``: :func:`_bitmap` of ``q``)."""
     for p in range(n):
+        if not _maybe(bits, fps[p]):
+            continue
         i = _find(q, fps[p])
         if i >= 0 and alive[rows[p]]:
             counts[i] += 1
@@ -120,10 +140,12 @@ def _scan_counts(
 
 @numba.njit(cache=True, nogil=True)
 def _scan_gather(
-    fps: Any, rows: Any, n: int, q: Any, keep: Any, alive: Any, out: Any, at: int
+    fps: Any, rows: Any, n: int, q: Any, bits: Any, keep: Any, alive: Any, out: Any, at: int
 ) -> int:  # pragma: no cover
     """Append the live unsorted postings ``[:n]`` of the kept query values to ``out``."""
     for p in range(n):
+        if not _maybe(bits, fps[p]):
+            continue
         i = _find(q, fps[p])
         if i >= 0 and keep[i] and alive[rows[p]]:
             out[at] = rows[p]
@@ -195,7 +217,8 @@ def _query(
         los[s] = lo
         his[s] = hi
         _live_counts(seg_rows[s], lo, hi, alive, counts)
-    _scan_counts(buf_fps, buf_rows, nbuf, q, alive, counts)
+    bits = _bitmap(q)
+    _scan_counts(buf_fps, buf_rows, nbuf, q, bits, alive, counts)
     keep = (counts > 0) & (counts <= max_postings)
     total = 0
     for i in range(nq):
@@ -205,7 +228,7 @@ def _query(
     at = 0
     for s in range(nseg):
         at = _gather(seg_rows[s], los[s], his[s], keep, alive, out, at)
-    at = _scan_gather(buf_fps, buf_rows, nbuf, q, keep, alive, out, at)
+    at = _scan_gather(buf_fps, buf_rows, nbuf, q, bits, keep, alive, out, at)
     found = np.sort(out[:at])
     rows = np.empty(at, dtype=np.int64)
     shared = np.empty(at, dtype=np.int64)
