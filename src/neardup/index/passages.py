@@ -119,7 +119,7 @@ def _bitmap(q: Any) -> Any:  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True)
-def _maybe(bits: Any, v: Any) -> bool:  # pragma: no cover - numba
+def _maybe(bits: Any, v: Any) -> Any:  # pragma: no cover - numba
     low = v & np.uint64(4095)
     return (bits[low >> np.uint64(6)] >> (low & np.uint64(63))) & np.uint64(1) != 0
 
