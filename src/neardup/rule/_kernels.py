@@ -39,7 +39,6 @@ def direction(x_shingles: Any, x_flags: Any, y_set: Any, width: int) -> Any:  # 
     and quoted tokens skipped (they neither count nor break a run).
     """
     m = x_shingles.shape[0]
-    n = x_flags.shape[0]
     k = y_set.shape[0]
     hit = np.zeros(m, dtype=np.bool_)
     for p in range(m):
@@ -52,6 +51,14 @@ def direction(x_shingles: Any, x_flags: Any, y_set: Any, width: int) -> Any:  # 
             else:
                 hi = mid
         hit[p] = lo < k and y_set[lo] == v
+    return _runs(hit, x_flags, width)
+
+
+@njit(cache=True, nogil=True)
+def _runs(hit: Any, x_flags: Any, width: int) -> Any:  # pragma: no cover
+    """:func:`direction`'s counts from ``hit`` (per shingle position of ``x``: found)."""
+    m = hit.shape[0]
+    n = x_flags.shape[0]
     span = width if width < n else n
     found_prose = prose = found_tokens = 0
     run = best = 0
@@ -261,45 +268,74 @@ def screen_rows(
 
 
 @njit(cache=True, nogil=True)
+def _shared_marks(a_set: Any, b_set: Any, marks: Any) -> int:  # pragma: no cover
+    """Mark the values of ``a_set`` found in ``b_set`` (one merge); the number marked."""
+    i = j = found = 0
+    n, m = a_set.shape[0], b_set.shape[0]
+    while i < n and j < m:
+        x, y = a_set[i], b_set[j]
+        if x == y:
+            marks[i] = True
+            found += 1
+            i += 1
+            j += 1
+        elif x < y:
+            marks[i] = False
+            i += 1
+        else:
+            j += 1
+    while i < n:
+        marks[i] = False
+        i += 1
+    return found
+
+
+@njit(cache=True, nogil=True)
 def pair_counts_rows(
     a_shingles: Any,
     a_flags: Any,
     a_set: Any,
     a_terms: Any,
     a_counts: Any,
+    a_rank: Any,
     rows: Any,
     offsets: Any,
     select: Any,
     width: int,
 ) -> Any:  # pragma: no cover
     """:func:`pair_counts` of text ``a`` with each selected packed row, as an int64 matrix
-    (one line per entry of ``select``, the 12 columns of :func:`pair_counts`)."""
+    (one line per entry of ``select``, the 12 columns of :func:`pair_counts`).
+
+    ``a_rank[p]``: the index of ``a_shingles[p]`` in ``a_set``; ``a``'s shingles found in a
+    row are then read from one merge of the two sets instead of a binary search each (the
+    same counts as :func:`direction`)."""
     out = np.zeros((select.shape[0], 12), dtype=np.int64)
+    marks = np.zeros(a_set.shape[0], dtype=np.bool_)
+    hit = np.zeros(a_shingles.shape[0], dtype=np.bool_)
+    a_prose = _prose_counts(a_flags)
     for j in range(select.shape[0]):
         shingles, flags, shingle_set, terms, term_counts = row_parts(rows, offsets[select[j]])
-        c = pair_counts(
-            a_shingles,
-            a_flags,
-            a_set,
-            a_terms,
-            a_counts,
-            shingles,
-            flags,
-            shingle_set,
-            terms,
-            term_counts,
-            width,
-        )
-        out[j, 0] = c[0]
-        out[j, 1] = c[1]
-        out[j, 2] = c[2]
-        out[j, 3] = c[3]
-        out[j, 4] = c[4]
-        out[j, 5] = c[5]
-        out[j, 6] = c[6]
-        out[j, 7] = c[7]
-        out[j, 8] = c[8]
-        out[j, 9] = c[9]
-        out[j, 10] = c[10]
-        out[j, 11] = c[11]
+        shared = _shared_marks(a_set, shingle_set, marks)
+        out[j, 0] = shared
+        out[j, 11] = weighted_dot(a_terms, a_counts, terms, term_counts)
+        if shared == 0:
+            out[j, 2] = a_prose
+            out[j, 4] = a_flags.shape[0]
+            out[j, 7] = _prose_counts(flags)
+            out[j, 9] = flags.shape[0]
+            continue
+        for p in range(a_shingles.shape[0]):
+            hit[p] = marks[a_rank[p]]
+        fa, pa, ta, na, ra = _runs(hit, a_flags, width)
+        fb, pb, tb, nb, rb = direction(shingles, flags, a_set, width)
+        out[j, 1] = fa
+        out[j, 2] = pa
+        out[j, 3] = ta
+        out[j, 4] = na
+        out[j, 5] = ra
+        out[j, 6] = fb
+        out[j, 7] = pb
+        out[j, 8] = tb
+        out[j, 9] = nb
+        out[j, 10] = rb
     return out

@@ -286,6 +286,7 @@ def features_rows(a: Profile, rows: U64, offsets: I64, select: I64, width: int) 
         a.shingle_set,
         a.terms,
         a.term_counts,
+        np.searchsorted(a.shingle_set, a.shingles),
         rows,
         offsets,
         np.ascontiguousarray(select, dtype=np.int64),
