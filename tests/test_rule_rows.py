@@ -186,3 +186,24 @@ def test_cosines_are_the_rules_floats_for_large_norms(scale: int) -> None:
     for d, b, c in zip(dots.tolist(), norms2.tolist(), got.tolist(), strict=True):
         n = norm2 * b
         assert c == (min(1.0, d / math.sqrt(n)) if n else 0.0)
+
+
+@pytest.mark.parametrize("count", [3, 1 << 20, 1 << 26, 1 << 27])
+def test_packed_cosines_are_the_rules_for_large_term_counts(count: int) -> None:
+    # Squared norms past 2**53 (counts of 2**27 and more) take the exact path.
+    cfg = RuleConfig()
+    base = profile("alpha beta gamma delta omega sigma kappa tau rho phi " * 3, cfg)
+
+    def with_counts(p: Profile, scale: list[int]) -> Profile:
+        counts = np.array([min(count * s, 4_000_000_000) for s in scale], dtype=np.uint32)
+        return Profile(p.scheme_id, p.shingles, p.flags, p.terms, counts)
+
+    k = base.terms.shape[0]
+    a = with_counts(base, [1 + i % 3 for i in range(k)])
+    others = [with_counts(base, [1 + (i + j) % 4 for i in range(k)]) for j in range(3)]
+    rows, offsets = pack_rows([pack_profile(p) for p in others])
+    f = features_rows(a, rows, offsets, np.arange(3), cfg.width)
+    s = screen_rows(a, rows, offsets, cfg)
+    for j, b in enumerate(others):
+        want = pair_features(a, b, cfg.width).cosine
+        assert f.cosine[j] == want and s.cosine[j] == want

@@ -329,20 +329,33 @@ class PassageIndex:
     def _flush(self) -> None:
         if not self._buffered:
             return
-        self._typed = None
         fps = self._buf_fps[: self._buffered]
         rows = self._buf_rows[: self._buffered]
         order = np.argsort(fps, kind="stable")
-        self._segments.append(_Segment(fps[order], rows[order]))
+        self._push(_Segment(fps[order], rows[order]))
         self._buffered = 0
         # Log-structured merging: while the older segment is at most twice the newer.
         while (
             len(self._segments) > 1
             and self._segments[-2].fps.size <= 2 * self._segments[-1].fps.size
         ):
-            newer = self._segments.pop()
-            older = self._segments.pop()
-            self._segments.append(self._merge(older, newer))
+            newer = self._pop()
+            older = self._pop()
+            self._push(self._merge(older, newer))
+
+    def _push(self, seg: _Segment) -> None:
+        self._segments.append(seg)
+        if self._typed is not None:  # keep the typed lists in step
+            fps = np.ascontiguousarray(seg.fps)
+            self._typed[0].append(fps)
+            self._typed[1].append(np.ascontiguousarray(fps[::_FENCE]))
+            self._typed[2].append(np.ascontiguousarray(seg.rows))
+
+    def _pop(self) -> _Segment:
+        if self._typed is not None:
+            for typed in self._typed:
+                typed.pop()
+        return self._segments.pop()
 
     def _merge(self, older: _Segment, newer: _Segment) -> _Segment:
         fps = np.concatenate([older.fps, newer.fps])

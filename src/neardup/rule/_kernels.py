@@ -10,6 +10,7 @@ hypothesis).  Deterministic; no allocation beyond one boolean array of ``x``'s s
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -211,6 +212,28 @@ def row_parts(rows: Any, base: Any) -> Any:  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
+def cosine_of(dot: Any, norm_a: Any, norm_b: Any) -> Any:  # pragma: no cover
+    """The rule's content cosine from the dot product and the two squared norms: the float
+    :func:`neardup.rule.features.pair_features` gives when both norms are below 2**53 (the
+    float product is then the correctly rounded integer product; the caller checks)."""
+    prod = float(norm_a) * float(norm_b)
+    if prod <= 0.0:
+        return 0.0
+    return min(1.0, dot / math.sqrt(prod))
+
+
+@njit(cache=True, nogil=True)
+def coverage_of(
+    found_prose: Any, prose: Any, found_tokens: Any, tokens: Any
+) -> Any:  # pragma: no cover
+    """:attr:`neardup.rule.features.Direction.coverage` (the same correctly rounded
+    quotient)."""
+    if prose:
+        return found_prose / prose
+    return found_tokens / tokens if tokens else 0.0
+
+
+@njit(cache=True, nogil=True)
 def _found_bound(
     shared: Any, positions: Any, distinct: Any, tokens: Any, prose: Any, width: Any
 ) -> Any:  # pragma: no cover
@@ -237,13 +260,16 @@ def screen_rows(
     width: int,
 ) -> Any:  # pragma: no cover
     """Per packed row: integer ``counts`` ``(shared, dot, passage bound of the query,
-    passage bound of the row, the row's squared term norm)`` and float ``bounds``
-    ``(coverage bound of the query, coverage bound of the row)`` -- the distinct shingles
+    passage bound of the row, the row's squared term norm)`` and floats ``(coverage bound
+    of the query, coverage bound of the row, cosine)`` -- the distinct shingles
     shared, the content-word dot product and the upper bounds of
     :mod:`neardup.rule.bounds`, each row's own counts read from its header."""
     k = offsets.shape[0] - 1
     counts = np.zeros((k, 5), dtype=np.int64)
-    bounds = np.zeros((k, 2), dtype=np.float64)
+    bounds = np.zeros((k, 3), dtype=np.float64)
+    q_norm2 = np.int64(0)
+    for i in range(q_counts.shape[0]):
+        q_norm2 += np.int64(q_counts[i]) * np.int64(q_counts[i])
     for i in range(k):
         base = offsets[i]
         _, _, shingle_set, terms, term_counts = row_parts(rows, base)
@@ -264,6 +290,7 @@ def screen_rows(
         counts[i, 4] = np.int64(rows[base + 5])
         bounds[i, 0] = cov_q
         bounds[i, 1] = cov_r
+        bounds[i, 2] = cosine_of(counts[i, 1], q_norm2, counts[i, 4])
     return counts, bounds
 
 
@@ -304,12 +331,17 @@ def pair_counts_rows(
     width: int,
 ) -> Any:  # pragma: no cover
     """:func:`pair_counts` of text ``a`` with each selected packed row, as an int64 matrix
-    (one line per entry of ``select``, the 12 columns of :func:`pair_counts`).
+    (one line per entry of ``select``, the 12 columns of :func:`pair_counts`), and the
+    floats ``(coverage of a, coverage of the row, cosine)`` made of them.
 
     ``a_rank[p]``: the index of ``a_shingles[p]`` in ``a_set``; ``a``'s shingles found in a
     row are then read from one merge of the two sets instead of a binary search each (the
     same counts as :func:`direction`)."""
     out = np.zeros((select.shape[0], 12), dtype=np.int64)
+    values = np.zeros((select.shape[0], 3), dtype=np.float64)
+    a_norm2 = np.int64(0)
+    for i in range(a_counts.shape[0]):
+        a_norm2 += np.int64(a_counts[i]) * np.int64(a_counts[i])
     marks = np.zeros(a_set.shape[0], dtype=np.bool_)
     hit = np.zeros(a_shingles.shape[0], dtype=np.bool_)
     a_prose = _prose_counts(a_flags)
@@ -318,6 +350,7 @@ def pair_counts_rows(
         shared = _shared_marks(a_set, shingle_set, marks)
         out[j, 0] = shared
         out[j, 11] = weighted_dot(a_terms, a_counts, terms, term_counts)
+        values[j, 2] = cosine_of(out[j, 11], a_norm2, rows[offsets[select[j]] + 5])
         if shared == 0:
             out[j, 2] = a_prose
             out[j, 4] = a_flags.shape[0]
@@ -338,4 +371,6 @@ def pair_counts_rows(
         out[j, 8] = tb
         out[j, 9] = nb
         out[j, 10] = rb
-    return out
+        values[j, 0] = coverage_of(fa, pa, ta, na)
+        values[j, 1] = coverage_of(fb, pb, tb, nb)
+    return out, values

@@ -152,7 +152,7 @@ def screen_rows(
     """:func:`screen` of ``new`` against the packed ``rows`` (profiles of its scheme), in
     one compiled call: the same shared counts, cosines and ``copy_possible``."""
     from neardup.rule import _kernels
-    from neardup.rule.features import cosines
+    from neardup.rule.features import _NORM2, cosines, large_norms
 
     n_pos, n_dist, n_tok, n_prose = profile_counts(new)
     counts, bounds = _kernels.screen_rows(
@@ -168,4 +168,8 @@ def screen_rows(
         config.width,
     )
     possible = _possible(bounds[:, 0], bounds[:, 1], counts[:, 2], counts[:, 3], config)
-    return RowScreen(counts[:, 0], cosines(counts[:, 1], new.term_norm2, counts[:, 4]), possible)
+    cosine = bounds[:, 2]
+    norms2 = rows[offsets[:-1] + _NORM2]  # exact (uint64)
+    if large_norms(new.term_norm2, norms2):
+        cosine = cosines(counts[:, 1], new.term_norm2, norms2)
+    return RowScreen(counts[:, 0], cosine, possible)

@@ -228,9 +228,16 @@ def pack_rows(rows: list[U64]) -> tuple[U64, I64]:
 
 
 _EXACT = float(1 << 53)  # integers below this are exact as float64
+_NORM2 = 5  # the header word of a packed row holding its squared term norm
 
 
-def cosines(dot: I64, norm2: int, norms2: I64) -> F64:
+def large_norms(norm2: int, norms2: npt.NDArray[Any]) -> bool:
+    """Whether a squared norm reaches 2**53 (then the compiled cosines are not the rule's
+    floats and :func:`cosines` computes them with Python integers)."""
+    return norm2 >= _EXACT or (norms2.shape[0] > 0 and int(norms2.max()) >= _EXACT)
+
+
+def cosines(dot: I64, norm2: int, norms2: npt.NDArray[Any]) -> F64:
     """The rule's content cosine (:func:`pair_features`) of one text of squared term norm
     ``norm2`` with several texts, from the dot products: the same correctly rounded floats
     (below 2**53 the float product of the two norms is the correctly rounded integer
@@ -266,21 +273,12 @@ class RowFeatures:
     counts: I64
 
 
-def _coverages(found_prose: I64, prose: I64, found_tokens: I64, tokens: I64) -> F64:
-    """:attr:`Direction.coverage` on arrays (the same correctly rounded quotients)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        of_prose = found_prose / prose
-        of_tokens = found_tokens / tokens
-    out: F64 = np.where(prose > 0, of_prose, np.where(tokens > 0, of_tokens, 0.0))
-    return out
-
-
 def features_rows(a: Profile, rows: U64, offsets: I64, select: I64, width: int) -> RowFeatures:
     """:func:`pair_features` of ``a`` with each row ``select[j]`` of the packed ``rows``
     (profiles of ``a``'s scheme: the caller packs only those), in one compiled call."""
     from neardup.rule import _kernels
 
-    c = _kernels.pair_counts_rows(
+    c, values = _kernels.pair_counts_rows(
         a.shingles,
         a.flags,
         a.shingle_set,
@@ -292,12 +290,15 @@ def features_rows(a: Profile, rows: U64, offsets: I64, select: I64, width: int) 
         np.ascontiguousarray(select, dtype=np.int64),
         width,
     )
-    norms2 = rows[offsets[select] + 5].astype(np.int64) if c.shape[0] else np.zeros(0, np.int64)
+    cosine = values[:, 2]
+    norms2 = rows[offsets[select] + _NORM2]
+    if large_norms(a.term_norm2, norms2):
+        cosine = cosines(c[:, 11], a.term_norm2, norms2)
     return RowFeatures(
-        coverage_a=_coverages(c[:, 1], c[:, 2], c[:, 3], c[:, 4]),
-        coverage_b=_coverages(c[:, 6], c[:, 7], c[:, 8], c[:, 9]),
+        coverage_a=values[:, 0],
+        coverage_b=values[:, 1],
         passage=np.minimum(c[:, 5], c[:, 10]),
-        cosine=cosines(c[:, 11], a.term_norm2, norms2),
+        cosine=cosine,
         shared=c[:, 0],
         counts=c,
     )
