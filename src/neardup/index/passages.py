@@ -271,7 +271,7 @@ class PassageIndex:
         self._buf_rows = np.zeros(buffer_size, dtype=np.uint32)
         self._buffered = 0
         self._segments: list[_Segment] = []
-        self._typed: tuple[Any, Any, Any] | None = None  # segments as numba typed lists
+        self._typed: tuple[Any, Any, Any] | None = None  # segment arrays for _query
 
     # --- rows ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -345,16 +345,10 @@ class PassageIndex:
 
     def _push(self, seg: _Segment) -> None:
         self._segments.append(seg)
-        if self._typed is not None:  # keep the typed lists in step
-            fps = np.ascontiguousarray(seg.fps)
-            self._typed[0].append(fps)
-            self._typed[1].append(np.ascontiguousarray(fps[::_FENCE]))
-            self._typed[2].append(np.ascontiguousarray(seg.rows))
+        self._typed = None
 
     def _pop(self) -> _Segment:
-        if self._typed is not None:
-            for typed in self._typed:
-                typed.pop()
+        self._typed = None
         return self._segments.pop()
 
     def _merge(self, older: _Segment, newer: _Segment) -> _Segment:
@@ -437,16 +431,16 @@ class PassageIndex:
         self.__dict__.update(fresh.__dict__)
 
     def _typed_segments(self) -> tuple[Any, Any, Any]:
-        """The segments' fingerprints, fences and rows as numba typed lists (what
-        :func:`_query` reads), remade after each flush."""
+        """The segments' fingerprints, fences and rows as tuples of arrays (what
+        :func:`_query` reads: one compiled specialisation per number of segments, cached on
+        disk), remade after each flush; one empty segment when there is none."""
         if self._typed is None:
-            fps = numba.typed.List.empty_list(numba.types.uint64[::1])
-            fences = numba.typed.List.empty_list(numba.types.uint64[::1])
-            rows = numba.typed.List.empty_list(numba.types.uint32[::1])
-            for seg in self._segments:
-                seg_fps = np.ascontiguousarray(seg.fps)
-                fps.append(seg_fps)
-                fences.append(np.ascontiguousarray(seg_fps[::_FENCE]))
-                rows.append(np.ascontiguousarray(seg.rows))
+            if self._segments:
+                fps = tuple(np.ascontiguousarray(seg.fps) for seg in self._segments)
+                rows = tuple(np.ascontiguousarray(seg.rows) for seg in self._segments)
+            else:
+                fps = (np.zeros(0, dtype=np.uint64),)
+                rows = (np.zeros(0, dtype=np.uint32),)
+            fences = tuple(np.ascontiguousarray(f[::_FENCE]) for f in fps)
             self._typed = (fps, fences, rows)
         return self._typed
