@@ -67,6 +67,44 @@ def test_queries_equal_the_oracle(script: list, cap: int, buffer: int) -> None:
     assert [a.tolist() for a in restored.query(q)] == [a.tolist() for a in index.query(q)]
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 400), min_size=1, max_size=3000),
+    st.lists(st.integers(0, 401), max_size=40),
+)
+def test_fenced_ranges_equal_searchsorted(values: list[int], queries: list[int]) -> None:
+    from neardup.index.passages import _FENCE, _fenced_ranges
+
+    fps = np.array(sorted(values), dtype=np.uint64)
+    q = np.array(sorted(set(queries)), dtype=np.uint64)
+    lo, hi = _fenced_ranges(fps, np.ascontiguousarray(fps[::_FENCE]), q)
+    assert lo.tolist() == np.searchsorted(fps, q, "left").tolist()
+    assert hi.tolist() == np.searchsorted(fps, q, "right").tolist()
+
+
+def test_large_segments_equal_the_oracle() -> None:
+    # Segments far longer than a fence block, long runs of one fingerprint, removals.
+    rng = np.random.default_rng(3)
+    index = PassageIndex(max_postings=300, buffer_size=97)
+    held: dict[int, set[int]] = {}
+    for key in range(2000):
+        values = set(rng.integers(0, 500, size=int(rng.integers(0, 20))).tolist())
+        index.add(key, np.array(sorted(values), dtype=np.uint64))
+        held[key] = values
+        if key % 7 == 3:
+            gone = int(rng.integers(0, key + 1))
+            if gone in held:
+                index.remove(gone)
+                del held[gone]
+    assert len(index._segments) > 1 and max(s.fps.size for s in index._segments) > 5000
+    for _ in range(50):
+        values = set(rng.integers(0, 520, size=int(rng.integers(1, 30))).tolist())
+        exclude = int(rng.integers(-1, 2000))
+        keys, counts = index.query(np.array(sorted(values), dtype=np.uint64), exclude=exclude)
+        want_keys, want_counts = oracle(held, values, 300, exclude)
+        assert keys.tolist() == want_keys and counts.tolist() == want_counts
+
+
 def test_bad_keys_and_state() -> None:
     index = PassageIndex()
     with pytest.raises(InputError):

@@ -10,12 +10,23 @@ hypothesis).  Deterministic; no allocation beyond one boolean array of ``x``'s s
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from numba import njit
 
-__all__ = ["direction", "merge_count_sorted", "pair_counts", "screen_counts", "weighted_dot"]
+__all__ = [
+    "ROW_HEADER",
+    "direction",
+    "merge_count_sorted",
+    "pair_counts",
+    "pair_counts_rows",
+    "row_parts",
+    "screen_counts",
+    "screen_rows",
+    "weighted_dot",
+]
 
 _FURNITURE = 1
 _QUOTED = 2
@@ -29,7 +40,6 @@ def direction(x_shingles: Any, x_flags: Any, y_set: Any, width: int) -> Any:  # 
     and quoted tokens skipped (they neither count nor break a run).
     """
     m = x_shingles.shape[0]
-    n = x_flags.shape[0]
     k = y_set.shape[0]
     hit = np.zeros(m, dtype=np.bool_)
     for p in range(m):
@@ -42,6 +52,14 @@ def direction(x_shingles: Any, x_flags: Any, y_set: Any, width: int) -> Any:  # 
             else:
                 hi = mid
         hit[p] = lo < k and y_set[lo] == v
+    return _runs(hit, x_flags, width)
+
+
+@njit(cache=True, nogil=True)
+def _runs(hit: Any, x_flags: Any, width: int) -> Any:  # pragma: no cover
+    """:func:`direction`'s counts from ``hit`` (per shingle position of ``x``: found)."""
+    m = hit.shape[0]
+    n = x_flags.shape[0]
     span = width if width < n else n
     found_prose = prose = found_tokens = 0
     run = best = 0
@@ -164,3 +182,195 @@ def screen_counts(
         t0, t1 = term_offsets[i], term_offsets[i + 1]
         dot[i] = weighted_dot(q_terms, q_counts, terms[t0:t1], counts[t0:t1])
     return shared, dot
+
+
+# --- packed profile rows (one uint64 array per profile; layout: neardup.rule.features) -------
+
+ROW_HEADER = 6  # positions, tokens, distinct shingles, terms, prose tokens, squared norm
+
+
+@njit(cache=True, nogil=True)
+def row_parts(rows: Any, base: Any) -> Any:  # pragma: no cover
+    """``(shingles, flags, shingle_set, terms, term_counts)`` of the packed row starting at
+    ``rows[base]`` (views, no copy)."""
+    m = np.int64(rows[base])
+    n = np.int64(rows[base + 1])
+    s = np.int64(rows[base + 2])
+    t = np.int64(rows[base + 3])
+    a = base + ROW_HEADER
+    shingles = rows[a : a + m]
+    a += m
+    shingle_set = rows[a : a + s]
+    a += s
+    terms = rows[a : a + t]
+    a += t
+    count_words = (t + 1) // 2
+    term_counts = rows[a : a + count_words].view(np.uint32)[:t]
+    a += count_words
+    flags = rows[a : a + (n + 7) // 8].view(np.uint8)[:n]
+    return shingles, flags, shingle_set, terms, term_counts
+
+
+@njit(cache=True, nogil=True)
+def cosine_of(dot: Any, norm_a: Any, norm_b: Any) -> Any:  # pragma: no cover
+    """The rule's content cosine from the dot product and the two squared norms: the float
+    :func:`neardup.rule.features.pair_features` gives when both norms are below 2**53 (the
+    float product is then the correctly rounded integer product; the caller checks)."""
+    prod = float(norm_a) * float(norm_b)
+    if prod <= 0.0:
+        return 0.0
+    return min(1.0, dot / math.sqrt(prod))
+
+
+@njit(cache=True, nogil=True)
+def coverage_of(
+    found_prose: Any, prose: Any, found_tokens: Any, tokens: Any
+) -> Any:  # pragma: no cover
+    """:attr:`neardup.rule.features.Direction.coverage` (the same correctly rounded
+    quotient)."""
+    if prose:
+        return found_prose / prose
+    return found_tokens / tokens if tokens else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _found_bound(
+    shared: Any, positions: Any, distinct: Any, tokens: Any, prose: Any, width: Any
+) -> Any:  # pragma: no cover
+    """:func:`neardup.rule.bounds.copy_bounds` of one text for one pair (the same
+    arithmetic): ``(coverage, passage)`` upper bounds."""
+    found_positions = positions - distinct + shared if shared > 0 else 0
+    found_tokens = min(tokens, width * found_positions)
+    base = prose if prose > 0 else tokens
+    coverage = min(1.0, found_tokens / max(base, 1)) if base > 0 else 0.0
+    return coverage, found_tokens
+
+
+@njit(cache=True, nogil=True)
+def screen_rows(
+    q_set: Any,
+    q_terms: Any,
+    q_counts: Any,
+    rows: Any,
+    offsets: Any,
+    q_positions: int,
+    q_distinct: int,
+    q_tokens: int,
+    q_prose: int,
+    width: int,
+) -> Any:  # pragma: no cover
+    """Per packed row: integer ``counts`` ``(shared, dot, passage bound of the query,
+    passage bound of the row, the row's squared term norm)`` and floats ``(coverage bound
+    of the query, coverage bound of the row, cosine)`` -- the distinct shingles
+    shared, the content-word dot product and the upper bounds of
+    :mod:`neardup.rule.bounds`, each row's own counts read from its header."""
+    k = offsets.shape[0] - 1
+    counts = np.zeros((k, 5), dtype=np.int64)
+    bounds = np.zeros((k, 3), dtype=np.float64)
+    q_norm2 = np.int64(0)
+    for i in range(q_counts.shape[0]):
+        q_norm2 += np.int64(q_counts[i]) * np.int64(q_counts[i])
+    for i in range(k):
+        base = offsets[i]
+        _, _, shingle_set, terms, term_counts = row_parts(rows, base)
+        shared = merge_count_sorted(q_set, shingle_set)
+        cov_q, pass_q = _found_bound(shared, q_positions, q_distinct, q_tokens, q_prose, width)
+        cov_r, pass_r = _found_bound(
+            shared,
+            np.int64(rows[base]),
+            np.int64(rows[base + 2]),
+            np.int64(rows[base + 1]),
+            np.int64(rows[base + 4]),
+            width,
+        )
+        counts[i, 0] = shared
+        counts[i, 1] = weighted_dot(q_terms, q_counts, terms, term_counts)
+        counts[i, 2] = pass_q
+        counts[i, 3] = pass_r
+        counts[i, 4] = np.int64(rows[base + 5])
+        bounds[i, 0] = cov_q
+        bounds[i, 1] = cov_r
+        bounds[i, 2] = cosine_of(counts[i, 1], q_norm2, counts[i, 4])
+    return counts, bounds
+
+
+@njit(cache=True, nogil=True)
+def _shared_marks(a_set: Any, b_set: Any, marks: Any) -> int:  # pragma: no cover
+    """Mark the values of ``a_set`` found in ``b_set`` (one merge); the number marked."""
+    i = j = found = 0
+    n, m = a_set.shape[0], b_set.shape[0]
+    while i < n and j < m:
+        x, y = a_set[i], b_set[j]
+        if x == y:
+            marks[i] = True
+            found += 1
+            i += 1
+            j += 1
+        elif x < y:
+            marks[i] = False
+            i += 1
+        else:
+            j += 1
+    while i < n:
+        marks[i] = False
+        i += 1
+    return found
+
+
+@njit(cache=True, nogil=True)
+def pair_counts_rows(
+    a_shingles: Any,
+    a_flags: Any,
+    a_set: Any,
+    a_terms: Any,
+    a_counts: Any,
+    a_rank: Any,
+    rows: Any,
+    offsets: Any,
+    select: Any,
+    width: int,
+) -> Any:  # pragma: no cover
+    """:func:`pair_counts` of text ``a`` with each selected packed row, as an int64 matrix
+    (one line per entry of ``select``, the 12 columns of :func:`pair_counts`), and the
+    floats ``(coverage of a, coverage of the row, cosine)`` made of them.
+
+    ``a_rank[p]``: the index of ``a_shingles[p]`` in ``a_set``; ``a``'s shingles found in a
+    row are then read from one merge of the two sets instead of a binary search each (the
+    same counts as :func:`direction`)."""
+    out = np.zeros((select.shape[0], 12), dtype=np.int64)
+    values = np.zeros((select.shape[0], 3), dtype=np.float64)
+    a_norm2 = np.int64(0)
+    for i in range(a_counts.shape[0]):
+        a_norm2 += np.int64(a_counts[i]) * np.int64(a_counts[i])
+    marks = np.zeros(a_set.shape[0], dtype=np.bool_)
+    hit = np.zeros(a_shingles.shape[0], dtype=np.bool_)
+    a_prose = _prose_counts(a_flags)
+    for j in range(select.shape[0]):
+        shingles, flags, shingle_set, terms, term_counts = row_parts(rows, offsets[select[j]])
+        shared = _shared_marks(a_set, shingle_set, marks)
+        out[j, 0] = shared
+        out[j, 11] = weighted_dot(a_terms, a_counts, terms, term_counts)
+        values[j, 2] = cosine_of(out[j, 11], a_norm2, rows[offsets[select[j]] + 5])
+        if shared == 0:
+            out[j, 2] = a_prose
+            out[j, 4] = a_flags.shape[0]
+            out[j, 7] = _prose_counts(flags)
+            out[j, 9] = flags.shape[0]
+            continue
+        for p in range(a_shingles.shape[0]):
+            hit[p] = marks[a_rank[p]]
+        fa, pa, ta, na, ra = _runs(hit, a_flags, width)
+        fb, pb, tb, nb, rb = direction(shingles, flags, a_set, width)
+        out[j, 1] = fa
+        out[j, 2] = pa
+        out[j, 3] = ta
+        out[j, 4] = na
+        out[j, 5] = ra
+        out[j, 6] = fb
+        out[j, 7] = pb
+        out[j, 8] = tb
+        out[j, 9] = nb
+        out[j, 10] = rb
+        values[j, 0] = coverage_of(fa, pa, ta, na)
+        values[j, 1] = coverage_of(fb, pb, tb, nb)
+    return out, values

@@ -16,7 +16,11 @@ upper bounds of the two coverages and of the shared passage:
 When the bounds cannot reach ``duplicate`` or ``partial`` (:func:`copy_possible`), the
 verdict is decided by the cosine alone (``similar`` or ``unrelated``), exactly as
 :func:`neardup.rule.decide` would decide it.  Property-tested against the exact features
-(``tests/test_rule.py``).
+(``tests/test_rule.py``, ``tests/test_rule_rows.py``).
+
+:func:`screen_rows` is :func:`screen` against packed profiles
+(:func:`neardup.rule.features.pack_rows`): one compiled call for all of them, the counts the
+bounds read taken from each row's header.
 """
 
 from __future__ import annotations
@@ -30,12 +34,14 @@ import numpy.typing as npt
 from neardup.rule.profile import Profile, RuleConfig
 
 __all__ = [
+    "RowScreen",
     "Screen",
     "copy_bounds",
     "copy_possible",
     "copy_possible_pairs",
     "profile_counts",
     "screen",
+    "screen_rows",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -74,6 +80,13 @@ def copy_possible(
     n_pos, n_dist, n_tok, n_prose = (np.full(shared.shape, v, dtype=np.int64) for v in new)
     cov_new, pass_new = copy_bounds(shared, n_pos, n_dist, n_tok, n_prose, w)
     cov_old, pass_old = copy_bounds(shared, *stored, w)
+    return _possible(cov_new, cov_old, pass_new, pass_old, config)
+
+
+def _possible(
+    cov_new: F64, cov_old: F64, pass_new: I64, pass_old: I64, config: RuleConfig
+) -> npt.NDArray[np.bool_]:
+    """Whether the rule's copy clauses can hold under these upper bounds of the features."""
     high = np.maximum(cov_new, cov_old)
     low = np.minimum(cov_new, cov_old)
     duplicate = (high >= config.duplicate_min_coverage) & (
@@ -147,3 +160,42 @@ def screen(new: Profile, others: Sequence[Profile], config: RuleConfig) -> Scree
     possible = copy_possible(shared, profile_counts(new), stored, config)
     cosine = [_cosine(int(d), new, o) for d, o in zip(dot.tolist(), others, strict=True)]
     return Screen(shared, cosine, possible)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowScreen:
+    """:class:`Screen` of one text against packed rows, as arrays (``cosine``: the rule's
+    exact content cosine)."""
+
+    shared: I64
+    cosine: F64
+    copy_possible: npt.NDArray[np.bool_]
+
+
+def screen_rows(
+    new: Profile, rows: npt.NDArray[np.uint64], offsets: I64, config: RuleConfig
+) -> RowScreen:
+    """:func:`screen` of ``new`` against the packed ``rows`` (profiles of its scheme), in
+    one compiled call: the same shared counts, cosines and ``copy_possible``."""
+    from neardup.rule import _kernels
+    from neardup.rule.features import _NORM2, cosines, large_norms
+
+    n_pos, n_dist, n_tok, n_prose = profile_counts(new)
+    counts, bounds = _kernels.screen_rows(
+        new.shingle_set,
+        new.terms,
+        new.term_counts,
+        rows,
+        offsets,
+        n_pos,
+        n_dist,
+        n_tok,
+        n_prose,
+        config.width,
+    )
+    possible = _possible(bounds[:, 0], bounds[:, 1], counts[:, 2], counts[:, 3], config)
+    cosine = bounds[:, 2]
+    norms2 = rows[offsets[:-1] + _NORM2]  # exact (uint64)
+    if large_norms(new.term_norm2, norms2):
+        cosine = cosines(counts[:, 1], new.term_norm2, norms2)
+    return RowScreen(counts[:, 0], cosine, possible)

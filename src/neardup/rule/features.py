@@ -18,6 +18,12 @@ For two texts A and B (:class:`~neardup.rule.profile.Profile`):
 
 :func:`pair_features` is exact and deterministic; O((m_a + m_b) log(m_a + m_b)) compiled
 (:mod:`neardup.rule._kernels`), tested equal to :func:`features_reference`.
+
+One text against many: a detector that keeps many stored profiles packs each into one
+``uint64`` array (:func:`pack_profile`; :func:`unpack_profile` gives the profile back as
+views) and measures a new text against a concatenation of them (:func:`pack_rows`) in one
+compiled call (:func:`features_rows`, tested equal to :func:`pair_features` row by row), so
+the cost per stored text is the features' own, not a Python call's.
 :func:`shared_passages` lists the shared passages as character spans in both texts (for
 explanations; it needs the profiles' token offsets).
 """
@@ -39,11 +45,21 @@ __all__ = [
     "Direction",
     "Features",
     "Passage",
+    "RowFeatures",
+    "cosines",
     "direction_reference",
     "features_reference",
+    "features_rows",
+    "pack_profile",
+    "pack_rows",
     "pair_features",
     "shared_passages",
+    "unpack_profile",
 ]
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +162,146 @@ def _cosine(dot: int, a: Profile, b: Profile) -> float:
     # same correctly rounded float on every machine.
     norms2 = a.term_norm2 * b.term_norm2
     return min(1.0, dot / math.sqrt(norms2)) if norms2 else 0.0
+
+
+# --- one text against many packed profiles ----------------------------------------------
+
+# Packed row layout (native byte order, in memory only, never persisted): a header of
+# ``_kernels.ROW_HEADER`` words (shingle positions m, tokens n, distinct shingles s, terms t,
+# prose tokens, squared term norm), then the shingles (m words, text order), the sorted
+# distinct shingles (s), the terms (t), the term counts (t uint32, two a word) and the token
+# flags (n bytes, eight a word).
+
+
+def pack_profile(p: Profile) -> U64:
+    """The profile as one packed ``uint64`` row (the layout above; offsets not kept)."""
+    from neardup.rule._kernels import ROW_HEADER
+
+    m, n = int(p.shingles.shape[0]), p.tokens
+    s, t = int(p.shingle_set.shape[0]), int(p.terms.shape[0])
+    count_words, flag_words = (t + 1) // 2, (n + 7) // 8
+    row = np.zeros(ROW_HEADER + m + s + t + count_words + flag_words, dtype=np.uint64)
+    row[:ROW_HEADER] = (m, n, s, t, p.prose, p.term_norm2)
+    a = ROW_HEADER
+    row[a : a + m] = p.shingles
+    a += m
+    row[a : a + s] = p.shingle_set
+    a += s
+    row[a : a + t] = p.terms
+    a += t
+    row[a : a + count_words].view(np.uint32)[:t] = p.term_counts
+    a += count_words
+    row[a : a + flag_words].view(np.uint8)[:n] = p.flags
+    return row
+
+
+def unpack_profile(row: U64, scheme_id: str) -> Profile:
+    """The :class:`Profile` of a packed row (its arrays are views of ``row``; no offsets)."""
+    from neardup.rule._kernels import ROW_HEADER
+
+    m, n, s, t, prose, norm2 = (int(v) for v in row[:ROW_HEADER])
+    a = ROW_HEADER + m
+    shingle_set = row[a : a + s]
+    a += s
+    terms = row[a : a + t]
+    a += t
+    count_words = (t + 1) // 2
+    counts = row[a : a + count_words].view(np.uint32)[:t]
+    a += count_words
+    flags = row[a : a + (n + 7) // 8].view(np.uint8)[:n]
+    p = Profile(scheme_id, row[ROW_HEADER : ROW_HEADER + m], flags, terms, counts)
+    # The derived values the row carries (what the cached properties would compute).
+    shingle_set = shingle_set.view()
+    shingle_set.flags.writeable = False
+    p.__dict__.update(shingle_set=shingle_set, prose=prose, term_norm2=norm2)
+    return p
+
+
+def pack_rows(rows: list[U64]) -> tuple[U64, I64]:
+    """Packed rows concatenated, with ``offsets`` (row ``i`` starts at ``offsets[i]``;
+    ``offsets[-1]`` is the total length)."""
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter((r.shape[0] for r in rows), np.int64, len(rows)), out=offsets[1:])
+    if not rows:
+        return np.zeros(0, dtype=np.uint64), offsets
+    return np.concatenate(rows), offsets
+
+
+_EXACT = float(1 << 53)  # integers below this are exact as float64
+_NORM2 = 5  # the header word of a packed row holding its squared term norm
+
+
+def large_norms(norm2: int, norms2: npt.NDArray[Any]) -> bool:
+    """Whether a squared norm reaches 2**53 (then the compiled cosines are not the rule's
+    floats and :func:`cosines` computes them with Python integers)."""
+    return norm2 >= _EXACT or (norms2.shape[0] > 0 and int(norms2.max()) >= _EXACT)
+
+
+def cosines(dot: I64, norm2: int, norms2: npt.NDArray[Any]) -> F64:
+    """The rule's content cosine (:func:`pair_features`) of one text of squared term norm
+    ``norm2`` with several texts, from the dot products: the same correctly rounded floats
+    (below 2**53 the float product of the two norms is the correctly rounded integer
+    product; above, each pair is computed as :func:`pair_features` does)."""
+    nb = norms2.astype(np.float64)
+    na = float(norm2)
+    if na >= _EXACT or (nb.shape[0] and float(nb.max()) >= _EXACT):
+        return np.array(
+            [
+                min(1.0, d / math.sqrt(norm2 * int(b))) if norm2 * int(b) else 0.0
+                for d, b in zip(dot.tolist(), norms2.tolist(), strict=True)
+            ],
+            dtype=np.float64,
+        )
+    prod = na * nb
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cos = np.minimum(1.0, dot.astype(np.float64) / np.sqrt(prod))
+    out: F64 = np.where(prod > 0, cos, 0.0)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class RowFeatures:
+    """The features of one text ``a`` against several packed rows ``b`` (one entry per
+    row, in the order asked): the fields of :class:`Features` that the verdict reads, and
+    ``counts``, the raw integer counts (:func:`neardup.rule._kernels.pair_counts`)."""
+
+    coverage_a: F64
+    coverage_b: F64
+    passage: I64
+    cosine: F64
+    shared: I64
+    counts: I64
+
+
+def features_rows(a: Profile, rows: U64, offsets: I64, select: I64, width: int) -> RowFeatures:
+    """:func:`pair_features` of ``a`` with each row ``select[j]`` of the packed ``rows``
+    (profiles of ``a``'s scheme: the caller packs only those), in one compiled call."""
+    from neardup.rule import _kernels
+
+    c, values = _kernels.pair_counts_rows(
+        a.shingles,
+        a.flags,
+        a.shingle_set,
+        a.terms,
+        a.term_counts,
+        np.searchsorted(a.shingle_set, a.shingles),
+        rows,
+        offsets,
+        np.ascontiguousarray(select, dtype=np.int64),
+        width,
+    )
+    cosine = values[:, 2]
+    norms2 = rows[offsets[select] + _NORM2]
+    if large_norms(a.term_norm2, norms2):
+        cosine = cosines(c[:, 11], a.term_norm2, norms2)
+    return RowFeatures(
+        coverage_a=values[:, 0],
+        coverage_b=values[:, 1],
+        passage=np.minimum(c[:, 5], c[:, 10]),
+        cosine=cosine,
+        shared=c[:, 0],
+        counts=c,
+    )
 
 
 # --- pure-Python references (the oracles of the compiled features) ----------------------

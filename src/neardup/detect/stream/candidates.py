@@ -94,26 +94,48 @@ class CandidateIndexes:
         """Candidates for an article: the passage candidates (most shared first, at most
         ``max_verified``), then the first ``story_limit`` (default ``story_candidates``)
         story neighbours not already among them."""
-        cfg = self.config
         keys, shared = self.passages.query(passages, exclude=exclude)
-        ranked = sorted(
-            zip(keys.tolist(), shared.tolist(), strict=True), key=lambda kv: (-kv[1], kv[0])
-        )
-        out = [Candidate(seq, count, None) for seq, count in ranked[: cfg.max_verified]]
-        seen = {c.seq for c in out}
-        limit = cfg.story_candidates if story_limit is None else story_limit
+        cut = self.config.max_verified
+        counts = dict(zip(keys[:cut].tolist(), shared[:cut].tolist(), strict=True))
+        similarity = {int(h.key): h.similarity for h in story}
+        seqs = self._select(keys, [int(h.key) for h in story], exclude, story_limit)
+        return [
+            Candidate(q, counts[q], None) if q in counts else Candidate(q, 0, similarity[q])
+            for q in seqs
+        ]
+
+    def query_seqs(
+        self,
+        passages: U64,
+        story: Sequence[int] = (),
+        exclude: int = -1,
+        story_limit: int | None = None,
+    ) -> list[int]:
+        """The seqs of :meth:`query`'s candidates, in its order (``story``: the story
+        neighbours' seqs), without an object per candidate."""
+        keys, _ = self.passages.query(passages, exclude=exclude)
+        return self._select(keys, story, exclude, story_limit)
+
+    def _select(
+        self, keys: npt.NDArray[np.int64], story: Sequence[int], exclude: int, limit: int | None
+    ) -> list[int]:
+        # ``keys``: the passage index's answer, most shared first then by seq.
+        out: list[int] = keys[: self.config.max_verified].tolist()
+        limit = self.config.story_candidates if limit is None else limit
+        if not story or limit <= 0:
+            return out
+        seen = set(out)
         taken = 0
-        for hit in story:
+        for seq in story:
             if taken >= limit:
                 break
-            seq = int(hit.key)
             if seq == exclude:
                 continue
             taken += 1
             if seq in seen:
                 continue
             seen.add(seq)
-            out.append(Candidate(seq, 0, hit.similarity))
+            out.append(seq)
         return out
 
     def state(self) -> dict[str, npt.NDArray[Any]]:

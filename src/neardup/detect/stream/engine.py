@@ -76,10 +76,11 @@ from neardup.errors import (
     SchemeMismatchError,
     StateFileError,
 )
-from neardup.index.story import StoryHit
 from neardup.records import Article, text_hash
-from neardup.rule import Profile, Verdict, decide, judge, pair_features, profile
-from neardup.rule.bounds import screen
+from neardup.rule import VERDICTS, Profile, Verdict, decide, judge, pair_features, profile
+from neardup.rule.bounds import screen, screen_rows
+from neardup.rule.features import features_rows, pack_profile, pack_rows, unpack_profile
+from neardup.rule.verdict import decide_many
 from neardup.store import ArticleRow, EventRow, Store
 
 __all__ = ["NewsStream", "text_hash"]
@@ -92,15 +93,36 @@ _RANK = {"duplicate": 0, "partial": 1, "similar": 2}
 _CACHE = 65_536
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class _Stored:
-    """What judging reads of a stored article (its group is read from the store)."""
+    """What judging reads of a stored article (its group is read from the store): its
+    profile packed in one row (:func:`neardup.rule.features.pack_profile`), unpacked as
+    views when a pair is judged alone."""
 
-    seq: int
-    id: str
-    date_us: int | None
-    fingerprint: int
-    profile: Profile
+    __slots__ = ("_profile", "_scheme", "date_us", "fingerprint", "id", "row", "seq")
+
+    def __init__(
+        self,
+        seq: int,
+        article_id: str,
+        date_us: int | None,
+        fingerprint: int,
+        row: npt.NDArray[np.uint64],
+        scheme: str,
+    ) -> None:
+        self.seq = seq
+        self.id = article_id
+        self.date_us = date_us
+        self.fingerprint = fingerprint
+        self.row = row
+        self._scheme = scheme
+        self._profile: Profile | None = None
+
+    @property
+    def profile(self) -> Profile:
+        """The stored profile (views of :attr:`row`)."""
+        if self._profile is None:
+            self._profile = unpack_profile(self.row, self._scheme)
+        return self._profile
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -112,6 +134,7 @@ class _Prepared:
     text_hash: str
     date_us: int | None
     profile: Profile
+    row: npt.NDArray[np.uint64]
     passages: npt.NDArray[np.uint64]
     counted: bool
 
@@ -258,7 +281,9 @@ class NewsStream:
             raise InputError(f"article {article.id!r} has no words to compare")
         passages = passage_fingerprints(prof, self.config.candidates.passage_window)
         counted = figure_share(text) <= self.config.stories.events.max_figure_share
-        return _Prepared(article, text_hash(text), _date_us(article), prof, passages, counted)
+        return _Prepared(
+            article, text_hash(text), _date_us(article), prof, pack_profile(prof), passages, counted
+        )
 
     def ingest(self, article: Article | Mapping[str, Any]) -> Decision:
         """Decide and store one article (durable when this returns).  Raises on bad input."""
@@ -315,7 +340,7 @@ class NewsStream:
         vec = stories.vector(p.profile)
         fingerprint = int(vec.fingerprint[0])
         hits = stories.neighbours(vec, p.date_us)
-        story = hits.first(self.config.candidates.story_candidates)
+        story = hits.keys[: self.config.candidates.story_candidates].tolist()
         matches = self._judge(p.profile, p.passages, fingerprint, p.date_us, story, exclude=-1)
         dup_ids = [m.id for m in matches if m.verdict == "duplicate"]
         groups = self._joinable(p.profile, matches, dup_ids)
@@ -370,7 +395,7 @@ class NewsStream:
         )
         self._log(seq, "add", "1" if p.counted else "0")
         self._state.indexes.add(seq, p.passages)
-        self._remember(_Stored(seq, art.id, p.date_us, fingerprint, p.profile))
+        self._remember(_Stored(seq, art.id, p.date_us, fingerprint, p.row, cfg.rule.profile_id))
         stories.record(
             self.store,
             self._log,
@@ -438,7 +463,7 @@ class NewsStream:
         passages: npt.NDArray[np.uint64],
         fingerprint: int,
         date_us: int | None,
-        story: Sequence[StoryHit],
+        story: Sequence[int],
         *,
         exclude: int,
         since_us: int | None = None,
@@ -447,50 +472,97 @@ class NewsStream:
         story_limit: int | None = None,
     ) -> list[Match]:
         """Matches of an article with its candidates (passages, and the first
-        ``story_limit`` of its ``story`` neighbours), best first.
+        ``story_limit`` of its ``story`` neighbours' seqs), best first.
 
-        Every candidate is screened in one compiled pass (shared shingles, cosine); those
-        whose bounds leave no copy verdict possible are decided by the cosine alone
-        (:mod:`neardup.rule.bounds`: the rule's own verdict), and only the ``limit`` best of
-        those similar ones get their exact features.  The others are judged in full."""
-        candidates = self._state.indexes.query(passages, story, exclude, story_limit)
-        if not candidates:
+        Every candidate is screened in one compiled pass over the packed profiles (shared
+        shingles, cosine); those whose bounds leave no copy verdict possible are decided by
+        the cosine alone (:mod:`neardup.rule.bounds`: the rule's own verdict), and only the
+        ``limit`` best of those similar ones get their exact features.  The others get their
+        exact features in a second compiled pass, and the rule's verdicts
+        (:func:`neardup.rule.verdict.decide_many`: :func:`neardup.rule.decide` on arrays)."""
+        seqs = self._state.indexes.query_seqs(passages, story, exclude, story_limit)
+        if not seqs:
             return []
-        stored = self._stored([c.seq for c in candidates])
+        stored = self._stored(seqs)
         window = self.config.window_seconds
         window_us = None if window is None else round(window * _US)
-        kept = [
-            (c, stored[c.seq])
-            for c in candidates
-            if c.seq in stored
-            and _in_time(stored[c.seq].date_us, date_us, window_us, since_us, until_us)
-        ]
+        if window_us is None and since_us is None and until_us is None:
+            kept = [stored[q] for q in seqs if q in stored]
+        else:
+            kept = [
+                stored[q]
+                for q in seqs
+                if q in stored
+                and _in_time(stored[q].date_us, date_us, window_us, since_us, until_us)
+            ]
         if not kept:
             return []
         rule = self.config.rule
-        screened = screen(prof, [s.profile for _, s in kept], rule)
+        rows, offsets = pack_rows([s.row for s in kept])
+        screened = screen_rows(prof, rows, offsets, rule)
         limit = self.config.similar_limit if limit is None else limit
-        similar_only = [
-            i
-            for i in range(len(kept))
-            if not screened.copy_possible[i] and screened.cosine[i] >= rule.similar_min_cosine
-        ]
-        # The order the matches are sorted in below: score, then distance, then id.
-        similar_only.sort(
-            key=lambda i: (
-                -round(screened.cosine[i], 6),
-                _distance(kept[i][1], fingerprint),
-                kept[i][1].id,
+        possible = screened.copy_possible
+        similar_only = np.flatnonzero(~possible & (screened.cosine >= rule.similar_min_cosine))
+        chosen = np.flatnonzero(possible).tolist()
+        if similar_only.shape[0] > limit:
+            # The order the matches are sorted in below: score, then distance, then id.
+            cosine = screened.cosine
+            ranked = sorted(
+                similar_only.tolist(),
+                key=lambda i: (
+                    -round(float(cosine[i]), 6),
+                    _distance(kept[i], fingerprint),
+                    kept[i].id,
+                ),
             )
-        )
-        full = [i for i in range(len(kept)) if screened.copy_possible[i]]
+            chosen += ranked[:limit]
+        else:
+            chosen += similar_only.tolist()
+        if not chosen:
+            return []
+        chosen.sort()
+        return self._matches(prof, [kept[i] for i in chosen], rows, offsets, chosen, fingerprint)
+
+    def _matches(
+        self,
+        prof: Profile,
+        chosen: Sequence[_Stored],
+        rows: npt.NDArray[np.uint64],
+        offsets: npt.NDArray[np.int64],
+        select: Sequence[int],
+        fingerprint: int,
+    ) -> list[Match]:
+        """The rule's matches of ``prof`` with the ``select``-ed packed rows (``chosen``),
+        best first (unrelated ones dropped)."""
+        rule = self.config.rule
+        f = features_rows(prof, rows, offsets, np.asarray(select, dtype=np.int64), rule.width)
+        labels, scores = decide_many(f.coverage_a, f.coverage_b, f.passage, f.cosine, rule)
+        unrelated = VERDICTS.index("unrelated")
         matches: list[Match] = []
-        for i in sorted(full + similar_only[:limit]):
-            _, s = kept[i]
-            features = pair_features(prof, s.profile, rule.width)
-            label, score, _ = decide(features, rule)
-            if label != "unrelated":
-                matches.append(_match(s, label, score, features, fingerprint))
+        for s, label, score, cov_a, cov_b, passage, cosine in zip(
+            chosen,
+            labels.tolist(),
+            scores.tolist(),
+            f.coverage_a.tolist(),
+            f.coverage_b.tolist(),
+            f.passage.tolist(),
+            f.cosine.tolist(),
+            strict=True,
+        ):
+            if label == unrelated:
+                continue
+            matches.append(
+                Match(
+                    id=s.id,
+                    verdict=VERDICTS[label],
+                    score=round(score, 6),
+                    coverage=round(cov_a, 6),
+                    coverage_other=round(cov_b, 6),
+                    passage=passage,
+                    cosine=round(cosine, 6),
+                    distance=_distance(s, fingerprint),
+                )
+            )
         matches.sort(key=lambda m: (_RANK[m.verdict], -m.score, m.distance, m.id))
         return matches
 
@@ -511,7 +583,9 @@ class NewsStream:
             for row in self.store.get_many_by_seq(missing):
                 prof = Profile.from_bytes(row.signature, scheme_id=scheme)
                 out[row.seq] = self._remember(
-                    _Stored(row.seq, row.id, row.date_us, row.fingerprint, prof)
+                    _Stored(
+                        row.seq, row.id, row.date_us, row.fingerprint, pack_profile(prof), scheme
+                    )
                 )
         return out
 
