@@ -16,12 +16,12 @@ from neardup.batch.verify import (
     ProfileRows,
     _cosines,
     _coverage,
-    decide_arrays,
     profile_rows,
     verify_pairs,
 )
 from neardup.rule import VERDICTS, Features, RuleConfig, decide, judge
 from neardup.rule.features import Direction
+from neardup.rule.verdict import decide_many
 
 STORY = (
     "The central bank raised its main interest rate by half a point on Tuesday, the first "
@@ -127,7 +127,7 @@ _COUNTS = st.tuples(
         ]
     ),
 )
-def test_decide_arrays_equals_decide(
+def test_decide_many_equals_decide(
     rows: list[tuple[tuple[int, ...], tuple[int, ...], float]], rule: RuleConfig
 ) -> None:
     """Features of every kind (no prose, no tokens, values on the thresholds): the array
@@ -138,7 +138,7 @@ def test_decide_arrays_equals_decide(
         da = Direction(min(a[0], a[1]), a[1], min(a[2], a[3]), a[3], a[4])
         db = Direction(min(b[0], b[1]), b[1], min(b[2], b[3]), b[3], b[4])
         features.append(Features(da, db, 0, 0.0, cosine))
-    labels, scores = decide_arrays(
+    labels, scores = decide_many(
         np.array([f.coverage_a for f in features]),
         np.array([f.coverage_b for f in features]),
         np.array([f.passage for f in features], dtype=np.int64),

@@ -8,9 +8,9 @@ features are computed for a whole chunk of pairs in one compiled loop that calls
 own feature kernels (:mod:`neardup.rule._kernels`: each text's coverage by the other and
 longest shared passage, the shared shingles, the content-word dot product), and the verdicts
 are the rule's clauses applied to those features for the whole chunk at once
-(:func:`decide_arrays`, property-tested equal to :func:`neardup.rule.decide`).  The kernel
-computes features, never verdicts.  Before them, every pair is screened by the rule's exact
-upper bounds (:mod:`neardup.rule.bounds`) from the distinct shingles the two texts share,
+(:func:`neardup.rule.verdict.decide_many`, property-tested equal to
+:func:`neardup.rule.decide`).  The kernel computes features, never verdicts.  Before
+them, every pair is screened by the rule's exact upper bounds (:mod:`neardup.rule.bounds`) from the distinct shingles the two texts share,
 one linear merge: most candidate pairs of a corpus cannot be a copy, and ``dedup`` only asks
 whether a pair is a duplicate, which rules out even more.
 
@@ -34,6 +34,7 @@ from neardup.rule._kernels import direction, merge_count_sorted, weighted_dot
 from neardup.rule.bounds import copy_possible_pairs
 from neardup.rule.features import Direction
 from neardup.rule.junk import FURNITURE
+from neardup.rule.verdict import decide_many
 
 __all__ = [
     "DUPLICATE",
@@ -43,7 +44,6 @@ __all__ = [
     "UNRELATED",
     "PairVerdicts",
     "ProfileRows",
-    "decide_arrays",
     "profile_rows",
     "row_counts",
     "verify_pairs",
@@ -289,31 +289,6 @@ def _cosines(dots: I64, norm2: I64, left: I64, right: I64) -> F64:
     return out
 
 
-def decide_arrays(
-    coverage_a: F64, coverage_b: F64, passage: I64, cosine: F64, rule: RuleConfig
-) -> tuple[npt.NDArray[np.int8], F64]:
-    """:func:`neardup.rule.decide` of many pairs at once: ``(labels, scores)``, labels as
-    indexes into :data:`neardup.rule.VERDICTS`.
-
-    The rule's clauses (:func:`neardup.rule.clauses_of`) and order (:func:`neardup.rule.
-    label_of`) on arrays, for the millions of candidate pairs of a corpus, where one Python
-    call per pair would cost more than computing its features; property-tested equal to
-    ``decide`` on every element (tests/test_batch_verify.py).
-    """
-    high = np.maximum(coverage_a, coverage_b)
-    low = np.minimum(coverage_a, coverage_b)
-    duplicate = (high >= rule.duplicate_min_coverage) & (low >= rule.duplicate_min_coverage_other)
-    partial = ~duplicate & (passage.astype(np.float64) >= float(rule.partial_min_passage))
-    similar = ~duplicate & ~partial & (cosine >= rule.similar_min_cosine)
-    labels = np.full(coverage_a.shape[0], UNRELATED, dtype=np.int8)
-    labels[duplicate] = DUPLICATE
-    labels[partial] = VERDICTS.index("partial")
-    labels[similar] = VERDICTS.index("similar")
-    copied = duplicate | partial
-    scores: F64 = np.where(copied, (coverage_a + coverage_b) / 2, cosine)
-    return labels, scores
-
-
 QUESTIONS = ("verdict", "duplicate")
 
 
@@ -442,7 +417,7 @@ def verify_pairs(
         coverage_a = _coverage(*(sub[:, c] for c in range(4)))
         coverage_b = _coverage(*(sub[:, _DIRECTION + c] for c in range(4)))
         passage = np.minimum(sub[:, 4], sub[:, _DIRECTION + 4])
-        sub_labels, sub_scores = decide_arrays(coverage_a, coverage_b, passage, cosine[at], rule)
+        sub_labels, sub_scores = decide_many(coverage_a, coverage_b, passage, cosine[at], rule)
         if not verdict:
             dup = sub_labels == DUPLICATE
             sub_labels = np.where(dup, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
