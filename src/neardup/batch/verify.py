@@ -9,10 +9,11 @@ own feature kernels (:mod:`neardup.rule._kernels`: each text's coverage by the o
 longest shared passage, the shared shingles, the content-word dot product), and the verdicts
 are the rule's clauses applied to those features for the whole chunk at once
 (:func:`neardup.rule.verdict.decide_many`, property-tested equal to
-:func:`neardup.rule.decide`).  The kernel computes features, never verdicts.  Before
-them, every pair is screened by the rule's exact upper bounds (:mod:`neardup.rule.bounds`)
-from the distinct shingles the two texts share, one linear merge: most candidate pairs of a corpus cannot be a copy, and ``dedup`` only asks
-whether a pair is a duplicate, which rules out even more.
+:func:`neardup.rule.decide`). The kernel computes features, never verdicts. Before them,
+every pair is screened by the rule's exact upper bounds (:mod:`neardup.rule.bounds`) from
+the distinct shingles the two texts share, one linear merge: most candidate pairs of a
+corpus cannot be a copy, and ``dedup`` only asks whether a pair is a duplicate, which rules
+out even more.
 
 Guarantees: every verdict, score and feature equals :func:`neardup.rule.judge` of the two
 texts (tested pair by pair); deterministic.
