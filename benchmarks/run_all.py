@@ -104,7 +104,8 @@ def startup(quick: bool) -> None:
         dedup = [
             "sh",
             "-c",
-            f"rm -rf {out} {out}.complete {out}.work; exec {neardup} dedup {corpus} -o {out} -q",
+            f"rm -rf {out} {out}.complete {out}.work; "
+            f"exec {neardup} dedup {corpus} -o {out} --no-progress",
         ]
         result = {
             "python_only": _cpu_of([sys.executable, "-c", "pass"], repeat),
