@@ -31,6 +31,7 @@ from neardup.similarity import (
 )
 from neardup.similarity import alignment as alignment_module
 from neardup.similarity.alignment import common_runs
+from neardup.similarity.alignment import model as alignment_model
 from neardup.text import sentence_spans, tokenize
 
 # --- real text fixtures ------------------------------------------------------------------------
@@ -119,7 +120,7 @@ def test_seeds_match_brute_force(
     """unit_pairs returns exactly the unit pairs whose tf-isf cosine and Dice pass the
     floors, with their values (pure-Python recomputation from the units' term counts), in
     row-major order, whatever the block size of the products."""
-    monkeypatch.setattr(alignment_module, "_BLOCK_ROWS", block)
+    monkeypatch.setattr(alignment_model, "_BLOCK_ROWS", block)
     source, host = _unrelated_pair(articles, 5)
     a, b = _sentence_run(source, 0, 5)
     suspicious, _ = _plant(host, source[a:b], 4)
@@ -160,12 +161,12 @@ def test_seeds_match_brute_force(
 def test_clustering_is_a_closed_partition(seeds: list[tuple[int, int]], gap: int) -> None:
     """Oracle: the clusters partition the seeds, no cluster splits further on either side,
     and seeds close on both sides are never separated by a single split."""
-    clusters = alignment_module._cluster(list(seeds), gap)
+    clusters = alignment_model._cluster(list(seeds), gap)
     flat = sorted(s for c in clusters for s in c)
     assert flat == sorted(seeds)
     for c in clusters:
         for side in (0, 1):
-            assert len(alignment_module._split(c, side, gap)) == 1
+            assert len(alignment_model._split(c, side, gap)) == 1
             values = sorted(s[side] for s in c)
             assert all(b - a <= gap + 1 for a, b in itertools.pairwise(values))
 

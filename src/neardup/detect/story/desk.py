@@ -1,276 +1,49 @@
-"""Same-story coverage: "more coverage of this story" and breaking events (seed 003).
-
-Seed 003 ("General Simhash-based Framework for News Aggregators", MECS 2017) lists similar
-news and detects breaking events ("more than 15 similar news ... within 4 hours") from one
-SimHash per article made on the article's *feature vector*.  Here that vector is the story
-vector of :mod:`neardup.sketch.story` (TF-IDF over the content terms of the rule's profile,
-weighed with the document frequencies of the stream so far, projected to ``bits``
-dimensions) and the fingerprints live in a :class:`~neardup.index.story.StoryIndex` searched
-by time window.
-
-:class:`StoryDesk` is the whole detector, used alone (:meth:`StoryDesk.ingest`) or by the
-news stream (:mod:`neardup.detect.stream.stories`), which calls its steps itself:
-
-* :meth:`StoryDesk.vector` -- an article's story vector, from its profile's terms, with the
-  document frequencies of the articles before it;
-* :meth:`StoryDesk.neighbours` -- the one windowed query per article: the articles stored
-  before it dated within ``window_seconds`` of it with story similarity at least
-  ``min_similarity``, most similar first (the stream judges the first of them with the
-  rule; the event rule reads the last ``events.window_seconds`` of them);
-* :meth:`StoryDesk.decide` -- the event rule below (pure: nothing changes);
-* :meth:`StoryDesk.add`, :meth:`StoryDesk.set_member`, :meth:`StoryDesk.merge` -- record the
-  article and the outcome (the stream logs each step, so a replay of its log calls the same
-  three in the same order and rebuilds the same state).
-
-Event rule (time is the article's date, never the wall clock).  When a dated article ``A``
-arrives, ``R`` is the set of earlier-ingested articles counted toward events, dated in
-``[t - window, t]``, whose story similarity to ``A`` is at least ``min_similarity``.
-
-1. *Join*: ``A`` joins an *active* event (one with a member dated in the window) when at
-   least ``min_links`` articles of ``R`` are its members or when ``A``'s similarity to its
-   centroid (the sum of its members' story vectors) is at least ``min_similarity`` (the
-   event with most links, then the most similar, then the oldest); the rest of ``R`` joins
-   with it, so an event grows as coverage continues.
-2. *Open*: otherwise, when ``len(R) > min_articles`` (seed 003's "more than 15"), the burst
-   comes from at least ``min_sources`` sources (an article without a source counts as a
-   source of its own), and it is a *burst*: the story was not running before -- ``A`` has
-   at most ``len(R) / burst_ratio`` neighbours in the whole ``background_seconds`` before
-   the window -- an event opens: its id is ``A``'s id and ``R`` joins it with ``A``.
-   Templated items that recur every day (market reports, earnings tables, dividend
-   notices) have as many neighbours on each earlier day, so they do not burst while the
-   stream has the days before.
-3. *Merge*: active events whose centroid is as similar to the grown event's as a same-story
-   article fire on one story: they merge into the one opened first (its id stays; the
-   others resolve to it).
-
-Tables are not stories: an article whose words are more than ``max_figure_share`` figures
-(earnings tables, price lists, spreads; 20 %: 86 % of Reuters' third-quarter earnings
-items, 2 % of its topical news, 0.2 % of scraped web news) is indexed for similar news but
-does not count toward events.  Undated articles are indexed (found by queries without a
-window) but not counted toward events either; texts without content terms (empty, figures or
-page furniture only) are not indexed, and :meth:`StoryDesk.similar` answers ``[]`` for them.
-
-Guarantees: deterministic -- replaying the same articles in the same order gives the same
-events, reports and state (ties break by insertion order).  Persistence: :meth:`state` /
-:meth:`from_state` (and :meth:`save` / :meth:`load` to a folder) restore the index, the
-document frequencies and the detector's state exactly.
-"""
+"""The :class:`StoryDesk`: the story state of a stream (vectors, the windowed index, the
+maintained document frequencies, the events) and the event rule over it."""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import datetime as dt
 import json
 import math
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from neardup.config import Config, check_int, check_range
-from neardup.errors import ConfigError, InputError, InputTypeError, NotFoundError, StoreError
+from neardup.config import check_int, check_range
+from neardup.detect.story.config import StoryConfig
+from neardup.detect.story.records import (
+    COPY_KINDS,
+    EventArticle,
+    EventReport,
+    Judge,
+    Neighbours,
+    StoryEvent,
+    StoryItem,
+    StoryOutcome,
+)
+from neardup.errors import InputError, InputTypeError, NotFoundError, StoreError
 from neardup.index._common import Key, read_index_file, write_index_file
 from neardup.index.docfreq import DocumentFrequencies
-from neardup.index.story import StoryHit, StoryIndex, StoryIndexConfig, to_us
+from neardup.index.story import StoryIndex, StoryIndexConfig, to_us
 from neardup.records import Article
 from neardup.rule import Profile, RuleConfig, profile
-from neardup.sketch.story import StoryVector, StoryVectorConfig, story_vector
-
-__all__ = [
-    "COPY_KINDS",
-    "EventArticle",
-    "EventConfig",
-    "EventReport",
-    "Judge",
-    "Neighbours",
-    "StoryConfig",
-    "StoryDesk",
-    "StoryEvent",
-    "StoryItem",
-    "StoryOutcome",
-    "figure_share",
-]
-
-#: A caller's copy judgement: ``judge(a, b)`` on two keys -> ``"duplicate"``, ``"partial"``,
-#: ``"similar"`` or ``"unrelated"`` (the near-duplicate rule's verdict on the two texts).
-Judge = Callable[[Key, Key], str]
-#: The verdicts that make an item a copy; any other verdict marks independent coverage.
-COPY_KINDS = ("duplicate", "partial")
+from neardup.sketch.story import StoryVector, story_vector
 
 _US = 1_000_000
+
+
 _STATE_MAGIC = b"NDSTYDSK"
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
-def _iso(value_us: int | None) -> str | None:
-    if value_us is None:
-        return None
-    return (_EPOCH + dt.timedelta(microseconds=value_us)).isoformat()
-
-
-@dataclasses.dataclass(frozen=True)
-class EventConfig(Config):
-    """Breaking events: more than ``min_articles`` same-story articles within
-    ``window_seconds`` from ``min_sources`` sources, that burst (module docs).
-
-    ``enabled``: ``False`` turns detection off.
-    ``min_similarity``: story similarity (estimated cosine) of "the same story".
-    ``min_links``: members among an article's neighbours needed to join an event.
-    ``background_seconds`` / ``burst_ratio``: the burst test (0 seconds: off).
-    ``max_figure_share``: articles whose words are more than this share figures (tables:
-    earnings, prices, spreads) do not count toward events.
-    ``growth_bucket_seconds``: the step of a report's growth curve.
-    """
-
-    SCHEME = "story-events"
-
-    enabled: bool = True
-    min_articles: int = 15
-    window_seconds: float = 4 * 3600.0
-    min_similarity: float = 0.3
-    min_sources: int = 3
-    min_links: int = 2
-    background_seconds: float = 7 * 86400.0
-    burst_ratio: float = 1.0
-    max_figure_share: float = 0.2
-    growth_bucket_seconds: float = 3600.0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ConfigError("enabled must be a bool")
-        check_range("max_figure_share", self.max_figure_share, low=0.0, high=1.0)
-        check_int("min_articles", self.min_articles, low=0, high=1_000_000)
-        check_range("window_seconds", self.window_seconds, low=0.0, low_open=True)
-        check_range("min_similarity", self.min_similarity, low=-1.0, high=1.0)
-        check_int("min_sources", self.min_sources, low=1, high=1_000_000)
-        check_int("min_links", self.min_links, low=1, high=1_000_000)
-        check_range("background_seconds", self.background_seconds, low=0.0)
-        check_range("burst_ratio", self.burst_ratio, low=0.0, low_open=True)
-        check_range("growth_bucket_seconds", self.growth_bucket_seconds, low=0.0, low_open=True)
-
-
-def _default_vector() -> StoryVectorConfig:
-    return StoryVectorConfig()
-
-
-def _default_events() -> EventConfig:
-    return EventConfig()
-
-
-@dataclasses.dataclass(frozen=True)
-class StoryConfig(Config):
-    """The story detector.
-
-    * ``vector``: the story vector (:class:`~neardup.sketch.story.StoryVectorConfig`);
-    * ``buffer_size``: the story index's buffer of rows added out of date order;
-    * ``df_bucket_bits``: document frequencies in ``2**df_bucket_bits`` hashed buckets;
-    * ``window_seconds`` / ``min_similarity``: the one query per article -- the articles
-      stored before it dated within this many seconds of it (2 days, either side), with at
-      least this story similarity (0.15); it must cover the event window;
-    * ``similar_window_seconds``: :meth:`StoryDesk.similar` and the stream's ``similar``
-      look this many seconds either side of the article's date (7 days; 0: no window);
-    * ``events``: the event rule (:class:`EventConfig`).
-    """
-
-    SCHEME = "stories"
-
-    vector: StoryVectorConfig = dataclasses.field(default_factory=_default_vector)
-    buffer_size: int = 4096
-    df_bucket_bits: int = 22
-    window_seconds: float = 2 * 86400.0
-    min_similarity: float = 0.15
-    similar_window_seconds: float = 7 * 86400.0
-    events: EventConfig = dataclasses.field(default_factory=_default_events)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.vector, StoryVectorConfig):
-            raise ConfigError("vector must be a StoryVectorConfig")
-        if not isinstance(self.events, EventConfig):
-            raise ConfigError("events must be an EventConfig")
-        check_int("buffer_size", self.buffer_size, low=1, high=1 << 22)
-        check_int("df_bucket_bits", self.df_bucket_bits, low=8, high=30)
-        check_range("window_seconds", self.window_seconds, low=0.0, low_open=True)
-        check_range("min_similarity", self.min_similarity, low=-1.0, high=1.0)
-        check_range("similar_window_seconds", self.similar_window_seconds, low=0.0)
-        if self.window_seconds < self.events.window_seconds:
-            raise ConfigError(
-                f"window_seconds ({self.window_seconds}) must cover the event window "
-                f"({self.events.window_seconds})"
-            )
-        if self.min_similarity > self.events.min_similarity:
-            raise ConfigError(
-                f"min_similarity ({self.min_similarity}) must not exceed the events' "
-                f"({self.events.min_similarity})"
-            )
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Neighbours:
-    """The answer of :meth:`StoryDesk.neighbours`, as arrays, most similar first: the
-    stored articles' ``keys``, their story ``similarity`` and ``dates`` (microseconds)."""
-
-    keys: npt.NDArray[Any]
-    similarity: npt.NDArray[np.float64]
-    dates: npt.NDArray[np.int64]
-
-    def __len__(self) -> int:
-        return int(self.keys.shape[0])
-
-    def first(self, n: int) -> list[StoryHit]:
-        """The first ``n`` as :class:`~neardup.index.story.StoryHit` (distance not kept: -1)."""
-        return [
-            StoryHit(k, float(s), -1, int(d))
-            for k, s, d in zip(
-                self.keys[:n].tolist(),
-                self.similarity[:n].tolist(),
-                self.dates[:n].tolist(),
-                strict=True,
-            )
-        ]
 
 
 _NO_NEIGHBOURS = Neighbours(
     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
 )
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StoryOutcome:
-    """What the event rule decided for one article: the ``event`` it belongs to (``None``:
-    none), the event it joined or opened before any merge (``target``), whether it
-    ``opened`` it, the events ``merged`` into ``event``, and the keys of earlier articles
-    that ``joined`` with it."""
-
-    event: str | None = None
-    target: str | None = None
-    opened: bool = False
-    merged: tuple[str, ...] = ()
-    joined: tuple[Key, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StoryItem:
-    """One entry of :meth:`StoryDesk.similar`: the article ``id``, its story ``similarity``
-    (estimated cosine), its date, and ``kind``: ``"duplicate"`` or ``"partial"`` (a copy,
-    by the judge) or ``"similar"`` (independent coverage of the story)."""
-
-    id: Key
-    similarity: float
-    date_us: int | None
-    kind: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "similarity": round(self.similarity, 6),
-            "date_us": self.date_us,
-            "kind": self.kind,
-        }
 
 
 @dataclasses.dataclass(slots=True)
@@ -284,81 +57,6 @@ class _Meta:
     title: str | None
     fingerprint: npt.NDArray[np.uint64]
     values: npt.NDArray[np.float32]
-
-
-@dataclasses.dataclass(slots=True)
-class StoryEvent:
-    """A breaking event's state: ``id`` (the id of its opening article), when it opened,
-    ``members`` (keys) in joining order."""
-
-    id: str
-    opened_by: str
-    opened_at_us: int
-    members: list[Key]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class EventArticle:
-    """An article of an event report: ``kind`` is ``"first"`` for the earliest article,
-    ``"copy"`` (with ``copy_of``, the earlier member it copies, by the judge) or
-    ``"independent"``; ``"unjudged"`` when the report was made without a judge."""
-
-    id: str
-    date_us: int
-    source: str | None
-    title: str | None
-    kind: str
-    copy_of: str | None
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "date": _iso(self.date_us),
-            "source": self.source,
-            "title": self.title,
-            "kind": self.kind,
-            "copy_of": self.copy_of,
-        }
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class EventReport:
-    """A breaking event's report (seed 003's "special report").
-
-    ``title``: the member title closest to the event's story (page furniture such as
-    "Fullscreen" is far from it), without a site-name suffix.  ``articles`` in time order
-    (date, then id); ``first_publisher``: the source of the earliest article (its id when
-    it has none); ``sources``: (source, article count) by count then name; ``growth``:
-    (hours since the first article, cumulative count) per ``growth_bucket_seconds`` step;
-    ``copies`` / ``independent``: how many members copy an earlier member and how many are
-    written independently (``None`` without a judge).
-    """
-
-    id: str
-    title: str | None
-    opened_by: str
-    opened_at_us: int
-    articles: tuple[EventArticle, ...]
-    first_publisher: str | None
-    sources: tuple[tuple[str, int], ...]
-    growth: tuple[tuple[float, int], ...]
-    copies: int | None
-    independent: int | None
-
-    def to_dict(self) -> dict[str, object]:
-        """Plain JSON-able rendering (dates as ISO-8601 strings)."""
-        return {
-            "id": self.id,
-            "title": self.title,
-            "opened_by": self.opened_by,
-            "opened_at": _iso(self.opened_at_us),
-            "articles": [a.to_dict() for a in self.articles],
-            "first_publisher": self.first_publisher,
-            "sources": [{"source": s, "count": c} for s, c in self.sources],
-            "growth": [{"hours": h, "count": c} for h, c in self.growth],
-            "copies": self.copies,
-            "independent": self.independent,
-        }
 
 
 class StoryDesk:
