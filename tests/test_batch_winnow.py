@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._jit import forced
 from neardup.batch.fastsign import partition_shingles
 from neardup.batch.winnow import passage_keys, winnow
 from neardup.rule import RuleConfig
@@ -36,10 +37,12 @@ def _ragged(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 @given(
     st.lists(st.lists(st.integers(0, 40), max_size=60), max_size=6),
     st.integers(1, 15),
+    st.booleans(),
 )
-def test_winnow_equals_brute_force(rows: list[list[int]], window: int) -> None:
+def test_winnow_equals_brute_force(rows: list[list[int]], window: int, compiled: bool) -> None:
     flat, offsets = _ragged(rows)
-    values, out_offsets = winnow(flat, offsets, window)
+    with forced(compiled):  # the compiled kernel and its numpy reference alike
+        values, out_offsets = winnow(flat, offsets, window)
     assert out_offsets.shape[0] == len(rows) + 1
     for d, row in enumerate(rows):
         assert values[out_offsets[d] : out_offsets[d + 1]].tolist() == _reference(row, window)

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
+from neardup._jit import compiled_worthwhile, njit
 from neardup.shingles import mix64
 
 __all__ = ["passage_keys", "winnow"]
@@ -39,7 +39,7 @@ I64 = npt.NDArray[np.int64]
 _PASSAGE_TAG = np.uint64(0x6A09E667F3BCC909)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True)
 def _winnow(flat: U64, offsets: I64, window: int) -> tuple[U64, I64]:
     n = offsets.shape[0] - 1
     out = np.empty(flat.shape[0], dtype=np.uint64)
@@ -82,14 +82,34 @@ def _winnow(flat: U64, offsets: I64, window: int) -> tuple[U64, I64]:
     return out[:pos].copy(), new_offsets
 
 
+def _winnow_numpy(flat: U64, offsets: I64, window: int) -> tuple[U64, I64]:
+    """Reference of :func:`_winnow` in numpy (the same values), for work too small to pay
+    for loading the compiled kernel."""
+    rows: list[U64] = []
+    for d in range(offsets.shape[0] - 1):
+        x = flat[offsets[d] : offsets[d + 1]]
+        if x.shape[0] == 0:
+            rows.append(x)
+            continue
+        w = min(window, x.shape[0])
+        # The values selected are each window's minimum (which of equal minima is the
+        # rightmost changes positions, not values): the distinct minima, sorted.
+        mins = np.lib.stride_tricks.sliding_window_view(x, w).min(axis=1)
+        rows.append(np.unique(mins))
+    new_offsets = np.zeros(offsets.shape[0], dtype=np.int64)
+    np.cumsum([r.shape[0] for r in rows], out=new_offsets[1:])
+    values = np.concatenate(rows) if rows else np.empty(0, dtype=np.uint64)
+    return values.astype(np.uint64, copy=False), new_offsets
+
+
 def winnow(flat: U64, offsets: I64, window: int) -> tuple[U64, I64]:
     """The distinct winnowed fingerprints of each ragged row of shingle hashes (position
     order in), sorted ascending, as a ragged ``(values, offsets)`` array."""
-    result: tuple[U64, I64] = _winnow(
-        np.ascontiguousarray(flat, dtype=np.uint64),
-        np.ascontiguousarray(offsets, dtype=np.int64),
-        int(window),
-    )
+    flat = np.ascontiguousarray(flat, dtype=np.uint64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if not compiled_worthwhile(10_000 + 3_000 * (offsets.shape[0] - 1) + 2 * flat.shape[0]):
+        return _winnow_numpy(flat, offsets, int(window))
+    result: tuple[U64, I64] = _winnow(flat, offsets, int(window))
     return result
 
 

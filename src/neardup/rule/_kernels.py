@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit
+from neardup._jit import njit
 
 __all__ = [
     "ROW_HEADER",
