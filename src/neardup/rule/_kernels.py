@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 import numpy as np
+
 from neardup._jit import njit
 
 __all__ = [
