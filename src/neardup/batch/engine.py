@@ -42,10 +42,12 @@ million documents: see ``docs/batch.md``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,57 +254,59 @@ def run(
     stats = ReadStats()
     clock = time.perf_counter()
 
-    t0 = time.perf_counter()
     # At least 8 shards: each shard's sort needs ~40 bytes a key at once, so smaller shards
     # bound the peak (1M documents: 25M keys); the shard count never changes the pairs.
     shuffle = KeyShards(cfg, max(_MIN_SHARDS, runner.workers * 2))
     signer = sign_stage_ranges if use_ranges else sign_stage
-    meta, parts = signer(
-        SignInputs(
-            corpus=corpus,
-            config=cfg,
-            runner=runner,
-            work=work,
-            stats=stats,
-            summary=summary,
-            progress=progress,
-            shuffle=shuffle,
+    with _stage(summary, "sign"):
+        meta, parts = signer(
+            SignInputs(corpus, cfg, runner, work, stats, summary, progress, shuffle)
         )
-    )
-    summary.stage_seconds["sign"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    pairs = shuffle_stage(shuffle, cfg, runner, progress, work)
-    summary.stage_seconds["shuffle"] = time.perf_counter() - t0
+    with _stage(summary, "shuffle"):
+        pairs = shuffle_stage(shuffle, cfg, runner, progress, work)
     summary.candidate_pairs = int(pairs.shape[0])
-
-    t0 = time.perf_counter()
-    involved = np.unique(pairs)
-    if involved.shape[0]:
-        # dedup asks only whether pairs are duplicates: no content words (the cosine).
-        terms = mode == "pairs"
-        profile_stage(corpus, cfg, runner, work, meta, involved, terms, progress)
+    with _stage(summary, "profile"):
+        involved = np.unique(pairs)
+        if involved.shape[0]:
+            # dedup asks only whether pairs are duplicates: no content words (the cosine).
+            terms = mode == "pairs"
+            profile_stage(corpus, cfg, runner, work, meta, involved, terms, progress)
     summary.profiled_documents = int(involved.shape[0])
-    summary.stage_seconds["profile"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    verdicts = verify_stage(pairs, cfg, runner, work, meta, mode, progress)
-    summary.stage_seconds["verify"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    n = len(meta.ids)
-    existing = np.asarray(meta.existing, dtype=bool)
-    rank = _keep_rank(meta, existing, cfg.keep)
-    labels, kept_of, best = _clusters(n, pairs, verdicts, rank, existing, cfg.clusters)
-    summary.stage_seconds["merge"] = time.perf_counter() - t0
-
-    lengths = np.concatenate(parts) if parts else np.empty(0, np.int64)
+    with _stage(summary, "verify"):
+        verdicts = verify_stage(pairs, cfg, runner, work, meta, mode, progress)
+    with _stage(summary, "merge"):
+        n = len(meta.ids)
+        existing = np.asarray(meta.existing, dtype=bool)
+        rank = _keep_rank(meta, existing, cfg.keep)
+        labels, kept_of, best = _clusters(n, pairs, verdicts, rank, existing, cfg.clusters)
     result = DedupResult(meta.ids, existing, labels, kept_of, best, pairs, verdicts, summary)
+    _summarise(result, parts, stats, mode)
+    summary.seconds = time.perf_counter() - clock
+    if not keep_work:
+        work.remove()
+    return result
+
+
+@contextlib.contextmanager
+def _stage(summary: DedupSummary, name: str) -> Iterator[None]:
+    """Time one stage of a run into ``summary.stage_seconds[name]`` (wall seconds)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        summary.stage_seconds[name] = time.perf_counter() - start
+
+
+def _summarise(result: DedupResult, parts: list[I64], stats: ReadStats, mode: str) -> None:
+    """Fill ``result.summary``'s counts from the result, the signed lengths and the reader."""
+    summary, existing, verdicts = result.summary, result.existing, result.verdicts
+    lengths = np.concatenate(parts) if parts else np.empty(0, np.int64)
     new = ~existing
     summary.documents = int(new.sum())
     summary.existing_documents = int(existing.sum())
     summary.removed = int(result.removed.sum())
-    summary.clusters = int(np.unique(kept_of[new]).shape[0]) if n else 0
+    kept_of = result.kept_of
+    summary.clusters = int(np.unique(kept_of[new]).shape[0]) if kept_of.shape[0] else 0
     summary.empty = int(((lengths == 0) & new).sum())
     summary.invalid = stats.invalid
     summary.duplicate_ids = stats.duplicate_ids
@@ -313,10 +317,6 @@ def run(
     summary.verdicts = {name: int(counted[LABELS.index(name)]) for name in names}
     related = int(counted[: len(VERDICTS)].sum() - counted[UNRELATED])
     summary.verified_pairs = int(counted[DUPLICATE]) if mode == "dedup" else related
-    summary.seconds = time.perf_counter() - clock
-    if not keep_work:
-        work.remove()
-    return result
 
 
 def _default_work_dir(output: Path) -> Path:
