@@ -53,6 +53,7 @@ __all__ = [
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
+I8 = npt.NDArray[np.int8]
 
 DUPLICATE = VERDICTS.index("duplicate")
 UNRELATED = VERDICTS.index("unrelated")
@@ -414,17 +415,7 @@ def verify_pairs(
     at = np.flatnonzero(full)
     if at.shape[0]:
         counts[at, : 2 * _DIRECTION] = _direction_counts(left[at], right[at], arrays, rule.width)
-        sub = counts[at]
-        coverage_a = _coverage(*(sub[:, c] for c in range(4)))
-        coverage_b = _coverage(*(sub[:, _DIRECTION + c] for c in range(4)))
-        passage = np.minimum(sub[:, 4], sub[:, _DIRECTION + 4])
-        sub_labels, sub_scores = decide_many(coverage_a, coverage_b, passage, cosine[at], rule)
-        if not verdict:
-            dup = sub_labels == DUPLICATE
-            sub_labels = np.where(dup, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
-            sub_scores = np.where(dup, sub_scores, np.nan)
-        labels[at] = sub_labels
-        scores[at] = sub_scores
+        labels[at], scores[at] = _decide(counts[at], cosine[at], rule, verdict)
     if features == "all":
         kept = np.arange(m, dtype=np.int64)
     elif features == "related":
@@ -432,6 +423,20 @@ def verify_pairs(
     else:
         kept = np.empty(0, dtype=np.int64)
     return PairVerdicts(labels, scores, kept, counts[kept], cosine[kept])
+
+
+def _decide(sub: I64, cosine: F64, rule: RuleConfig, verdict: bool) -> tuple[I8, F64]:
+    """The rule's answer on pairs with full features (rows of ``counts``): its verdict, or
+    with ``verdict=False`` duplicate / not duplicate (score NaN)."""
+    coverage_a = _coverage(*(sub[:, c] for c in range(4)))
+    coverage_b = _coverage(*(sub[:, _DIRECTION + c] for c in range(4)))
+    passage = np.minimum(sub[:, 4], sub[:, _DIRECTION + 4])
+    labels, scores = decide_many(coverage_a, coverage_b, passage, cosine, rule)
+    if not verdict:
+        dup = labels == DUPLICATE
+        labels = np.where(dup, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
+        scores = np.where(dup, scores, np.nan)
+    return labels, scores
 
 
 def _contiguous(rows: ProfileRows) -> dict[str, np.ndarray]:
