@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from neardup.batch.io import check_object
 from neardup.errors import InputError, StoreError
-from neardup.records import MAX_ID_BYTES, FieldNames, parse_date
+from neardup.records import MAX_ID_BYTES, FieldNames, epoch_us, parse_date
 
 __all__ = ["ByteRange", "ParsedRange", "parse_range", "plan_ranges", "splittable"]
 
@@ -35,8 +35,6 @@ I64 = npt.NDArray[np.int64]
 _GZIP_MAGIC = b"\x1f\x8b"
 _BLOCK = 8 << 20
 _NO_DATE = np.iinfo(np.int64).max
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MICROSECOND = dt.timedelta(microseconds=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,10 +105,10 @@ def plan_ranges(paths: list[Path], target: int, first_file: int = 0) -> list[Byt
     return ranges
 
 
-def _date_us(value: dt.datetime | None) -> int:
-    if value is None:
-        return int(_NO_DATE)
-    return (value - _EPOCH) // dt.timedelta(microseconds=1)
+def date_key(value: dt.datetime | None) -> int:
+    """A document's date as the batch stores it: microseconds since the epoch
+    (:func:`neardup.records.epoch_us`), the largest int64 for no date."""
+    return int(_NO_DATE) if value is None else epoch_us(value)
 
 
 def _common_case(obj: object, fields: FieldNames) -> tuple[str, str, int] | None:
@@ -140,12 +138,12 @@ def _common_case(obj: object, fields: FieldNames) -> tuple[str, str, int] | None
         if parsed is not None and 1 < parsed.year < 9999:
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=dt.UTC)
-            return doc_id, text, (parsed - _EPOCH) // _MICROSECOND
+            return doc_id, text, epoch_us(parsed)
     try:
         date = parse_date(value)
     except (InputError, OverflowError):  # check_object words both as InputError
         return None
-    return doc_id, text, _date_us(date)
+    return doc_id, text, date_key(date)
 
 
 def parse_range(part: ByteRange, fields: FieldNames, skip_invalid: bool) -> ParsedRange:
@@ -193,7 +191,7 @@ def parse_range(part: ByteRange, fields: FieldNames, skip_invalid: bool) -> Pars
                     break
                 issues.append((lineno, f"{where}: {exc}"))
                 continue
-            accepted = (article.id, article.text, _date_us(article.date))
+            accepted = (article.id, article.text, date_key(article.date))
         ids.append(accepted[0])
         texts.append(accepted[1])
         dates.append(accepted[2])

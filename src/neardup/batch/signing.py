@@ -12,7 +12,6 @@ directory (so an interrupted run resumes there) and routes them to the shuffle
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +27,7 @@ from neardup.batch.io import (
     input_files,
     iter_records,
 )
-from neardup.batch.ranges import ByteRange, ParsedRange, parse_range, plan_ranges
+from neardup.batch.ranges import ByteRange, ParsedRange, date_key, parse_range, plan_ranges
 from neardup.batch.results import DedupSummary
 from neardup.batch.shuffle import KeyShards
 from neardup.batch.tasks import DedupConfig, SignedPartition, sign_partition
@@ -38,8 +37,6 @@ from neardup.records import FieldNames
 
 I64 = npt.NDArray[np.int64]
 
-_NO_DATE = np.iinfo(np.int64).max
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 # --- the corpus stream ---------------------------------------------------------------------
 
@@ -106,12 +103,6 @@ def merge_stats(stats: ReadStats, existing_stats: ReadStats) -> None:
     stats.examples.extend(existing_stats.examples[: max(0, 5 - len(stats.examples))])
 
 
-def _date_us(value: dt.datetime | None) -> int:
-    if value is None:
-        return int(_NO_DATE)
-    return (value - _EPOCH) // dt.timedelta(microseconds=1)
-
-
 # --- the pipeline --------------------------------------------------------------------------
 
 
@@ -152,7 +143,7 @@ def sign_stage(job: SignInputs) -> tuple[Meta, list[I64]]:
             for is_existing, rec in batch:
                 meta.ids.append(rec.article.id)
                 meta.existing.append(is_existing)
-                meta.dates.append(_date_us(rec.article.date))
+                meta.dates.append(date_key(rec.article.date))
                 meta.lengths.append(len(rec.article.text))
                 # Where to find it again (existing files come first in read_at's list).
                 meta.files.append(rec.file_index + (0 if is_existing else len(job.corpus.existing)))

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup._jit import njit
+from neardup._mix import GOLDEN, splitmix64
 from neardup.index._tables import band_head, insert_one, slot_tag
 
 U64 = npt.NDArray[np.uint64]
@@ -37,14 +38,7 @@ def band_keys(values: U64, bands: int, rows: int) -> U64:  # pragma: no cover - 
     return out
 
 
-@njit(cache=True, inline="always")
-def _mix(h: np.uint64) -> np.uint64:  # pragma: no cover - compiled
-    h ^= h >> np.uint64(30)
-    h *= np.uint64(0xBF58476D1CE4E5B9)
-    h ^= h >> np.uint64(27)
-    h *= np.uint64(0x94D049BB133111EB)
-    h ^= h >> np.uint64(31)
-    return h
+_mix = njit(cache=True, inline="always")(splitmix64)
 
 
 @njit(cache=True, inline="always")
@@ -63,7 +57,7 @@ def _table_key(sig: U64, band: int, rows: int) -> np.uint64:  # pragma: no cover
     whose rows are then checked value by value."""
     h = np.uint64(band + 1) * np.uint64(0xD6E8FEB86659FD93)
     for j in range(band * rows, (band + 1) * rows):
-        h = h * np.uint64(0x9E3779B97F4A7C15) + sig[j]
+        h = h * GOLDEN + sig[j]
     return _mix(h)
 
 

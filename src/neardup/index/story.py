@@ -57,6 +57,7 @@ from neardup.errors import (
 )
 from neardup.index._common import Key, KeyMap, read_index_file, write_index_file
 from neardup.index._rows import resolve_config
+from neardup.records import epoch_us
 from neardup.sketch.base import Signature
 from neardup.sketch.story import StoryVector
 
@@ -65,7 +66,6 @@ __all__ = ["StoryHit", "StoryIndex", "StoryIndexConfig", "to_us"]
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 _MAGIC = b"NDSTYIDX"
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MAIN, _BUFFER, _UNDATED = 0, 1, 2
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
@@ -78,8 +78,7 @@ def to_us(date: dt.datetime | int | None) -> int | None:
     if isinstance(date, dt.datetime):
         if date.tzinfo is None:
             date = date.replace(tzinfo=dt.UTC)
-        delta = date - _EPOCH
-        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        return epoch_us(date)
     if isinstance(date, bool) or not isinstance(date, int | np.integer):
         raise InputTypeError(
             f"a date must be a datetime, microseconds since the epoch or None, "

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +12,7 @@ import numpy.typing as npt
 
 from neardup.index._common import Key
 from neardup.index.story import StoryHit
+from neardup.records import from_epoch_us
 
 #: A caller's copy judgement: ``judge(a, b)`` on two keys -> ``"duplicate"``, ``"partial"``,
 #: ``"similar"`` or ``"unrelated"`` (the near-duplicate rule's verdict on the two texts).
@@ -23,13 +23,10 @@ Judge = Callable[[Key, Key], str]
 COPY_KINDS = ("duplicate", "partial")
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
 def _iso(value_us: int | None) -> str | None:
     if value_us is None:
         return None
-    return (_EPOCH + dt.timedelta(microseconds=value_us)).isoformat()
+    return from_epoch_us(value_us).isoformat()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -49,7 +49,6 @@ approximation (``max_verified`` candidates, fingerprints held by more than
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import os
 from collections import OrderedDict
@@ -76,7 +75,7 @@ from neardup.errors import (
     SchemeMismatchError,
     StateFileError,
 )
-from neardup.records import Article, text_hash
+from neardup.records import Article, epoch_us, text_hash
 from neardup.rule import VERDICTS, Profile, Verdict, decide, judge, pair_features, profile
 from neardup.rule.bounds import screen, screen_rows
 from neardup.rule.features import features_rows, pack_profile, pack_rows, unpack_profile
@@ -86,7 +85,6 @@ from neardup.store import ArticleRow, EventRow, Store
 __all__ = ["NewsStream", "text_hash"]
 
 _US = 1_000_000
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _RANK = {"duplicate": 0, "partial": 1, "similar": 2}
 # Stored articles' profiles kept in memory (LRU, by seq): on the replicated Reuters stream a
 # copy meets its original about 20,000 articles later; a miss costs a store read.
@@ -142,8 +140,7 @@ class _Prepared:
 def _date_us(article: Article) -> int | None:
     if article.date is None:
         return None
-    delta = article.date - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * _US + delta.microseconds
+    return epoch_us(article.date)
 
 
 def _order_key(date_us: int | None, article_id: str) -> tuple[bool, int, str]:
