@@ -16,7 +16,7 @@ from neardup.batch import DedupConfig, dedup, run
 from neardup.batch import signing as signing_module
 from neardup.batch.engine import DedupResult, DedupSummary, LocalPool
 from neardup.batch.io import check_object
-from neardup.batch.ranges import _common_case, _date_us
+from neardup.batch.ranges import _common_case, date_key
 from neardup.batch.verify import PairVerdicts
 from neardup.errors import ConflictError, InputError
 from neardup.evaluation.synth import perturb_words
@@ -144,7 +144,7 @@ def test_fast_date_path_gives_parse_dates_instant(value: object) -> None:
         except (InputError, OverflowError):
             return "ok", None
 
-    expected = outcome(lambda: _date_us(parse_date(value)))
+    expected = outcome(lambda: date_key(parse_date(value)))
     got = outcome(lambda: _common_case({"id": "a", "text": "b", "date": value}, FieldNames()))
     if got[0] == "ok" and got[1] is not None:
         got = ("ok", got[1][2])  # type: ignore[index]
