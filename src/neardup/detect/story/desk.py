@@ -4,12 +4,9 @@ maintained document frequencies, the events) and the event rule over it."""
 from __future__ import annotations
 
 import collections
-import dataclasses
-import json
 import math
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,18 +14,26 @@ import numpy.typing as npt
 
 from neardup.config import check_int, check_range
 from neardup.detect.story.config import StoryConfig
+from neardup.detect.story.persist import (
+    desk_snapshot,
+    desk_state,
+    load_desk,
+    restore_desk,
+    save_desk,
+)
 from neardup.detect.story.records import (
     COPY_KINDS,
-    EventArticle,
     EventReport,
     Judge,
+    KeptArticle,
     Neighbours,
     StoryEvent,
     StoryItem,
     StoryOutcome,
 )
+from neardup.detect.story.reports import event_report, event_title
 from neardup.errors import InputError, InputTypeError, NotFoundError, StoreError
-from neardup.index._common import Key, read_index_file, write_index_file
+from neardup.index._common import Key
 from neardup.index.docfreq import DocumentFrequencies
 from neardup.index.story import StoryIndex, StoryIndexConfig, to_us
 from neardup.records import Article
@@ -38,25 +43,9 @@ from neardup.sketch.story import StoryVector, story_vector
 _US = 1_000_000
 
 
-_STATE_MAGIC = b"NDSTYDSK"
-
-
 _NO_NEIGHBOURS = Neighbours(
     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
 )
-
-
-@dataclasses.dataclass(slots=True)
-class _Meta:
-    """What the detector keeps of an article counted toward events, while it can still be
-    reached (the last two windows) and for ever once it is an event's member."""
-
-    name: str
-    date_us: int
-    source: str | None
-    title: str | None
-    fingerprint: npt.NDArray[np.uint64]
-    values: npt.NDArray[np.float32]
 
 
 class StoryDesk:
@@ -74,7 +63,7 @@ class StoryDesk:
         self.frequencies = DocumentFrequencies(cfg.df_bucket_bits)
         self._window_us = round(cfg.events.window_seconds * _US)
         self._query_us = round(cfg.window_seconds * _US)
-        self._meta: dict[Key, _Meta] = {}
+        self._meta: dict[Key, KeptArticle] = {}
         self._member_of: dict[Key, str] = {}
         self._events: dict[str, StoryEvent] = {}
         self._alias: dict[str, str] = {}
@@ -236,7 +225,7 @@ class StoryDesk:
         if vec.is_empty:
             return
         if date_us is not None and counted and self.config.events.enabled:
-            self._meta[key] = _Meta(name, date_us, source, title, vec.fingerprint, vec.values)
+            self._meta[key] = KeptArticle(name, date_us, source, title, vec.fingerprint, vec.values)
             self._horizon.append((date_us, key))
             if date_us > self._newest:
                 self._newest = date_us
@@ -438,121 +427,38 @@ class StoryDesk:
         after the first is compared with its ``candidates`` most story-similar earlier
         members (a copy's source is almost always among them): the first
         ``duplicate``/``partial`` verdict marks it a copy of that member, none marks it
-        independent."""
+        independent (:mod:`neardup.detect.story.reports`)."""
         check_int("candidates", candidates, low=1, high=100)
         event = self._events[self.resolve(event_id)]
         members = sorted(event.members, key=lambda k: (self._meta[k].date_us, self._meta[k].name))
         metas = [self._meta[k] for k in members]
-        kinds: list[tuple[str, Key | None]]
-        if judge is None:
-            kinds = [("first", None), *[("unjudged", None)] * (len(members) - 1)]
-        else:
-            kinds = _copy_marks(members, metas, judge, candidates)
-        articles = tuple(
-            EventArticle(
-                m.name, m.date_us, m.source, m.title, kind, None if of is None else self._name(of)
-            )
-            for m, (kind, of) in zip(metas, kinds, strict=True)
-        )
-        counts: dict[str, int] = {}
-        for m in metas:
-            if m.source:
-                counts[m.source] = counts.get(m.source, 0) + 1
-        sources = tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        first_publisher = (metas[0].source or metas[0].name) if metas else None
-        copies = independent = None
-        if judge is not None:
-            copies = sum(1 for a in articles if a.kind == "copy")
-            independent = sum(1 for a in articles if a.kind == "independent")
-        return EventReport(
-            event.id,
-            self._title(metas),
-            event.opened_by,
-            event.opened_at_us,
-            articles,
-            first_publisher,
-            sources,
-            _growth([m.date_us for m in metas], self.config.events.growth_bucket_seconds),
-            copies,
-            independent,
+        return event_report(
+            event,
+            members,
+            metas,
+            judge,
+            candidates,
+            event_title(metas, self.rule, self.vector_of),
+            self.config.events.growth_bucket_seconds,
         )
 
     def title(self, event_id: str) -> str | None:
         """The readable title of an event (as in its report)."""
         event = self.event(event_id)
-        return self._title([self._meta[k] for k in event.members])
+        return event_title([self._meta[k] for k in event.members], self.rule, self.vector_of)
 
     def sources(self, event_id: str) -> int:
         """The number of sources of an event's articles (one per article without one)."""
         event = self.event(event_id)
         return len({self._meta[k].source or f"id:{self._meta[k].name}" for k in event.members})
 
-    def _name(self, key: Key) -> str:
-        return self._meta[key].name
-
-    def _title(self, metas: list[_Meta]) -> str | None:
-        """The member title (or title segment) whose story vector is closest to the event's
-        centroid; ``None`` when no member has a title with content words."""
-        if not metas:
-            return None
-        centroid = np.mean([m.values for m in metas], axis=0).astype(np.float32)
-        norm = float(np.linalg.norm(centroid))
-        best: tuple[float, str] | None = None
-        seen: set[str] = set()
-        # A title is one short paragraph: the rule's paragraph cue must not drop it.
-        rule = dataclasses.replace(self.rule, min_paragraph_tokens=0)
-        for m in metas:
-            for candidate in _title_segments(m.title):
-                if candidate in seen:
-                    continue
-                seen.add(candidate)
-                vec = self.vector_of(profile(candidate, rule))
-                if vec.is_empty or norm == 0.0:
-                    continue
-                score = float(np.dot(vec.values, centroid)) / (
-                    norm * math.sqrt(float(np.dot(vec.values, vec.values)))
-                )
-                if best is None or score > best[0]:
-                    best = (score, candidate)
-        return best[1] if best is not None else None
-
-    # -- persistence -----------------------------------------------------------------------
+    # -- persistence (:mod:`neardup.detect.story.persist`) ------------------------------------
 
     def state(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
         """``(meta, arrays)`` that :meth:`from_state` restores exactly: the story index, the
         document frequencies and the detector's state (for :meth:`save` and for a caller's
         checkpoint)."""
-        index_meta, index_arrays = self.index.state()
-        keys = list(self._meta)
-        metas = [self._meta[k] for k in keys]
-        words = self.config.vector.words
-        meta: dict[str, Any] = {
-            "config": self.config.scheme_id,
-            "index": index_meta,
-            "keys": keys,
-            "names": [m.name for m in metas],
-            "sources": [m.source for m in metas],
-            "titles": [m.title for m in metas],
-            "events": [
-                {"id": e.id, "opened_by": e.opened_by, "at": e.opened_at_us, "members": e.members}
-                for e in self.events()
-            ],
-            "alias": self._alias,
-            "newest": self._newest,
-            "horizon": [k for _, k in self._horizon],
-        }
-        arrays: dict[str, npt.NDArray[Any]] = {
-            **{f"index_{k}": v for k, v in index_arrays.items()},
-            **{f"df_{k}": v for k, v in self.frequencies.state().items()},
-            "dates": np.array([m.date_us for m in metas], dtype=np.int64),
-            "fingerprints": np.array([m.fingerprint for m in metas], dtype=np.uint64).reshape(
-                -1, words
-            ),
-            "values": np.array([m.values for m in metas], dtype=np.float32).reshape(
-                -1, self.config.vector.bits
-            ),
-        }
-        return meta, arrays
+        return desk_state(self)
 
     @classmethod
     def from_state(
@@ -565,47 +471,12 @@ class StoryDesk:
     ) -> StoryDesk:
         """The detector :meth:`state` described; ``StoreError`` when it is damaged or was
         made with another config."""
-        desk = cls(config, rule)
-        if meta.get("config") != desk.config.scheme_id:
-            raise StoreError(f"{where}: saved with another story config")
-        try:
-            index_arrays = {k[6:]: v for k, v in arrays.items() if k.startswith("index_")}
-            desk.index = StoryIndex.from_state(meta["index"], index_arrays, where)
-            desk.frequencies = DocumentFrequencies.from_state(
-                {k[3:]: v for k, v in arrays.items() if k.startswith("df_")}
-            )
-            for n, k in enumerate(meta["keys"]):
-                desk._meta[k] = _Meta(
-                    meta["names"][n],
-                    int(arrays["dates"][n]),
-                    meta["sources"][n],
-                    meta["titles"][n],
-                    arrays["fingerprints"][n].copy(),
-                    arrays["values"][n].copy(),
-                )
-            for e in meta["events"]:
-                desk._events[e["id"]] = StoryEvent(e["id"], e["opened_by"], int(e["at"]), [])
-                desk._centroid[e["id"]] = np.zeros(desk.config.vector.bits, dtype=np.float64)
-                desk._last[e["id"]] = int(e["at"])
-                for m in e["members"]:
-                    desk.set_member(m, e["id"])
-            desk._alias = dict(meta["alias"])
-            desk._newest = int(meta["newest"])
-            desk._horizon = collections.deque((desk._meta[k].date_us, k) for k in meta["horizon"])
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise StoreError(f"{where}: malformed story state: {exc}") from exc
-        return desk
+        return restore_desk(cls(config, rule), meta, arrays, where)
 
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write :meth:`state` to ``directory/story.state`` (created if needed; replaced
         atomically)."""
-        folder = Path(directory)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create {folder}: {exc}") from exc
-        meta, arrays = self.state()
-        write_index_file(folder / "story.state", _STATE_MAGIC, meta, arrays)
+        save_desk(self, directory)
 
     @classmethod
     def load(
@@ -616,28 +487,12 @@ class StoryDesk:
     ) -> StoryDesk:
         """Read what :meth:`save` wrote; ``StoreError`` if it is missing, damaged, or was
         made with another config."""
-        path = Path(directory) / "story.state"
-        meta, arrays = read_index_file(path, _STATE_MAGIC)
-        return cls.from_state(meta, arrays, config, rule, str(path))
+        return load_desk(cls, directory, config, rule)
 
     def snapshot(self) -> str:
         """A canonical JSON rendering of the events, the indexed stories and the document
         frequencies (for replay and consistency checks)."""
-        counts = self.frequencies.counts
-        return json.dumps(
-            {
-                "events": [[e.id, e.opened_at_us, sorted(e.members)] for e in self.events()],
-                "alias": sorted(self._alias.items()),
-                "stories": self.index.snapshot(),
-                "kept": sorted(self._meta),
-                "df": [
-                    self.frequencies.num_docs,
-                    int(counts.sum()),
-                    int(np.flatnonzero(counts).sum()),
-                ],
-            },
-            sort_keys=True,
-        )
+        return desk_snapshot(self)
 
 
 _FIGURE = re.compile(r"(?<![\w.,])\d[\d.,]*(?!\w)")
@@ -658,49 +513,3 @@ def _cosine(a: npt.NDArray[np.floating[Any]], b: npt.NDArray[np.floating[Any]]) 
     if na <= 0.0 or nb <= 0.0:
         return 0.0
     return float(np.dot(a, b)) / math.sqrt(na * nb)
-
-
-def _title_segments(title: str | None) -> list[str]:
-    """A title and its parts around site-name separators (" | ", " - ", " :: ")."""
-    if not title or not title.strip():
-        return []
-    text = " ".join(title.split())
-    parts = [text]
-    for sep in (" | ", " - ", " \u2014 ", " \u2013 ", " :: "):
-        if sep in text:
-            parts.extend(p.strip() for p in text.split(sep) if p.strip())
-    return parts
-
-
-def _copy_marks(
-    members: list[Key], metas: list[_Meta], judge: Judge, candidates: int
-) -> list[tuple[str, Key | None]]:
-    fps = np.array([m.fingerprint for m in metas], dtype=np.uint64)
-    marks: list[tuple[str, Key | None]] = [("first", None)]
-    for n in range(1, len(members)):
-        dist = np.bitwise_count(fps[:n] ^ fps[n]).sum(axis=1)
-        order = np.lexsort((np.arange(n), dist))[:candidates]
-        mark: tuple[str, Key | None] = ("independent", None)
-        for j in order.tolist():
-            if judge(members[j], members[n]) in COPY_KINDS:
-                mark = ("copy", members[j])
-                break
-        marks.append(mark)
-    return marks
-
-
-def _growth(dates: list[int], bucket_seconds: float) -> tuple[tuple[float, int], ...]:
-    if not dates:
-        return ()
-    step = round(bucket_seconds * _US)
-    start = min(dates)
-    counts: dict[int, int] = {}
-    for d in dates:
-        b = (d - start) // step
-        counts[b] = counts.get(b, 0) + 1
-    out: list[tuple[float, int]] = []
-    total = 0
-    for b in sorted(counts):
-        total += counts[b]
-        out.append(((b + 1) * step / 3600 / _US, total))
-    return tuple(out)

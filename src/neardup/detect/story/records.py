@@ -161,3 +161,16 @@ class EventReport:
             "copies": self.copies,
             "independent": self.independent,
         }
+
+
+@dataclasses.dataclass(slots=True)
+class KeptArticle:
+    """What the event rule keeps of an article counted toward events, while it can still be
+    reached (the last two windows) and for ever once it is an event's member."""
+
+    name: str
+    date_us: int
+    source: str | None
+    title: str | None
+    fingerprint: npt.NDArray[np.uint64]
+    values: npt.NDArray[np.float32]

@@ -1,6 +1,7 @@
 """The news stream: ingest-time dedup, partial copies, similar news and breaking events.
 
-``config`` (what a user sets), ``candidates`` (which stored articles to judge), ``state``
+``config`` (what a user sets), ``candidates`` (which stored articles to judge), ``judging``
+(the rule over them), ``groups`` (duplicate groups), ``state``
 (log replay and checkpoints), ``engine`` (:class:`NewsStream`: ingest and queries),
 ``records`` (:class:`Decision`, :class:`Match`).  See :mod:`neardup.detect.stream.engine`.
 """

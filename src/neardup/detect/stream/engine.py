@@ -9,27 +9,18 @@ For every ingested article (seed 002's candidates -> verification; seed 003's st
 2. **Candidates**: stored articles sharing a passage fingerprint, and the nearest stories
    of the last ``stories.window_seconds`` (:mod:`neardup.detect.stream.candidates`),
    optionally only those dated within ``window_seconds``.
-3. **Judge** each candidate with the one rule (:func:`neardup.rule.decide`): ``duplicate``,
+3. **Judge** each candidate with the one rule (:mod:`neardup.detect.stream.judging`): ``duplicate``,
    ``partial``, ``similar`` or ``unrelated`` (dropped).
 4. **Decide**: the status is the strongest verdict (``duplicate`` > ``partial`` >
    ``similar`` > ``new``).
 
-Duplicate groups.  A group is its *original* (its earliest article by ``date``, undated
-after dated, ties by id) and the articles that duplicate it.  Every stored article,
-originals and members alike, is a candidate, so a new article finds a group through any of
-its members; it joins a group when it duplicates the group's original itself, so a group
-never grows along a chain of write-thrus each a duplicate of the last (on the read-labelled
-real news, "same group" then agrees with the readers' duplicates far better than when any
-member would do: docs/evaluation.md):
-
-* it joins the earliest such group (``Decision.duplicate_of``); the other groups whose
-  originals it duplicates and that duplicate that group's original are *merged* into it
-  (``Decision.merged``: groups the candidate search had split, e.g. by the time window);
-* when the new article is earlier than that original, it *takes over*: its decision is
-  ``new`` with ``took_over`` listing every member, which now point at it;
-* an article that duplicates members of groups but none of their originals is a
-  ``duplicate`` (``duplicate_of``: the member it duplicates best) at the head of a group of
-  its own.
+Duplicate groups (:mod:`neardup.detect.stream.groups`).  A group is its *original* (its
+earliest article) and the articles that duplicate it.  Every stored article, originals and
+members alike, is a candidate, so a new article finds a group through any of its members; it
+joins a group when it duplicates the group's original itself (on the read-labelled real
+news, "same group" then agrees with the readers' duplicates far better than when any member
+would do: docs/evaluation.md); groups it bridges are merged, and an article earlier than
+the original takes the group over.
 
 The store's ``original`` column is always current; a decision records what was decided at
 ingest.  Groups live in the store only, so they are the same after a restart, on SQLite and
@@ -51,7 +42,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +53,14 @@ from neardup.config import check_int
 from neardup.detect.story import EventReport, figure_share
 from neardup.detect.stream.candidates import passage_fingerprints
 from neardup.detect.stream.config import StreamConfig
+from neardup.detect.stream.groups import place
+from neardup.detect.stream.judging import (
+    ProfileCache,
+    StoredArticle,
+    in_time,
+    judge_rows,
+    match_of,
+)
 from neardup.detect.stream.records import Decision, Match
 from neardup.detect.stream.state import StreamState
 from neardup.errors import (
@@ -76,51 +74,14 @@ from neardup.errors import (
     StateFileError,
 )
 from neardup.records import Article, epoch_us, text_hash
-from neardup.rule import VERDICTS, Profile, Verdict, decide, judge, pair_features, profile
-from neardup.rule.bounds import screen, screen_rows
-from neardup.rule.features import features_rows, pack_profile, pack_rows, unpack_profile
-from neardup.rule.verdict import decide_many
+from neardup.rule import Profile, Verdict, decide, judge, pair_features, profile
+from neardup.rule.bounds import screen
+from neardup.rule.features import pack_profile
 from neardup.store import ArticleRow, EventRow, Store
 
 __all__ = ["NewsStream", "text_hash"]
 
 _US = 1_000_000
-_RANK = {"duplicate": 0, "partial": 1, "similar": 2}
-# Stored articles' profiles kept in memory (LRU, by seq): on the replicated Reuters stream a
-# copy meets its original about 20,000 articles later; a miss costs a store read.
-_CACHE = 65_536
-
-
-class _Stored:
-    """What judging reads of a stored article (its group is read from the store): its
-    profile packed in one row (:func:`neardup.rule.features.pack_profile`), unpacked as
-    views when a pair is judged alone."""
-
-    __slots__ = ("_profile", "_scheme", "date_us", "fingerprint", "id", "row", "seq")
-
-    def __init__(
-        self,
-        seq: int,
-        article_id: str,
-        date_us: int | None,
-        fingerprint: int,
-        row: npt.NDArray[np.uint64],
-        scheme: str,
-    ) -> None:
-        self.seq = seq
-        self.id = article_id
-        self.date_us = date_us
-        self.fingerprint = fingerprint
-        self.row = row
-        self._scheme = scheme
-        self._profile: Profile | None = None
-
-    @property
-    def profile(self) -> Profile:
-        """The stored profile (views of :attr:`row`)."""
-        if self._profile is None:
-            self._profile = unpack_profile(self.row, self._scheme)
-        return self._profile
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -141,11 +102,6 @@ def _date_us(article: Article) -> int | None:
     if article.date is None:
         return None
     return epoch_us(article.date)
-
-
-def _order_key(date_us: int | None, article_id: str) -> tuple[bool, int, str]:
-    # Earliest first; undated after dated; ties by id.
-    return (date_us is None, date_us or 0, article_id)
 
 
 class NewsStream:
@@ -178,7 +134,7 @@ class NewsStream:
             sort_keys=True,
         )
         self._init_meta()
-        self._cache: OrderedDict[int, _Stored] = OrderedDict()
+        self._profiles = ProfileCache(self.config.rule.profile_id)
         self._since_checkpoint = 0
         self.stats: dict[str, Any] = {"restored_from_checkpoint": 0, "replayed_log_entries": 0}
         self._state = StreamState(self.config)
@@ -200,7 +156,7 @@ class NewsStream:
         """Checkpoint (when intact and made from this store's history, see
         :mod:`neardup.detect.stream.state`) plus the log entries after it; else the whole
         log."""
-        self._cache.clear()  # a rolled-back batch may give its seqs to other articles
+        self._profiles.clear()  # a rolled-back batch may give its seqs to other articles
         self._state = StreamState(self.config)
         if self.checkpoint_path is not None:
             try:
@@ -337,42 +293,24 @@ class NewsStream:
         vec = stories.vector(p.profile)
         fingerprint = int(vec.fingerprint[0])
         hits = stories.neighbours(vec, p.date_us)
-        story = hits.keys[: self.config.candidates.story_candidates].tolist()
+        story = hits.keys[: cfg.candidates.story_candidates].tolist()
         matches = self._judge(p.profile, p.passages, fingerprint, p.date_us, story, exclude=-1)
-        dup_ids = [m.id for m in matches if m.verdict == "duplicate"]
-        groups = self._joinable(p.profile, matches, dup_ids)
-        status, original, duplicate_of = "new", None, None
-        took_over: tuple[str, ...] = ()
-        merged: list[ArticleRow] = []
-        if groups:
-            earliest = groups[0]
-            merged = [g for g in groups[1:] if self._verdict(earliest, g) == "duplicate"]
-            if _order_key(p.date_us, art.id) < _order_key(earliest.date_us, earliest.id):
-                took_over = self._regroup([earliest, *merged], art.id)
-            else:
-                status, original = "duplicate", earliest.id
-                duplicate_of = original
-        elif dup_ids:
-            # Duplicates of group members but of no group's original (a later write-thru of
-            # a write-thru): a duplicate, at the head of a group of its own.
-            status, duplicate_of = "duplicate", dup_ids[0]
-        elif matches:
-            status = matches[0].verdict
+        placed = place(
+            self.store, p.profile, p.date_us, art.id, matches, self._profile_of, self._label
+        )
         similar = tuple(m for m in matches if m.verdict != "duplicate")[: cfg.similar_limit]
         duplicates = tuple(m for m in matches if m.verdict == "duplicate")
         outcome = stories.decide(art.id, vec, p.date_us, art.source, p.counted, hits)
         decision = Decision(
             id=art.id,
-            status=status,
-            duplicate_of=duplicate_of,
+            status=placed.status,
+            duplicate_of=placed.duplicate_of,
             similar=similar,
             matches=duplicates[: cfg.similar_limit + 1] + similar,
             event=outcome.event,
-            took_over=took_over,
-            merged=tuple(g.id for g in merged),
+            took_over=placed.took_over,
+            merged=placed.merged,
         )
-        if merged and original is not None:
-            self._regroup(merged, original)
         seq = self.store.insert_article(
             ArticleRow(
                 seq=0,
@@ -382,8 +320,8 @@ class NewsStream:
                 source=art.source,
                 title=art.title,
                 text=art.text if cfg.store_text else None,
-                status=status,
-                original=original,
+                status=placed.status,
+                original=placed.original,
                 event=outcome.event,
                 fingerprint=fingerprint,
                 signature=p.profile.to_bytes(),
@@ -392,7 +330,9 @@ class NewsStream:
         )
         self._log(seq, "add", "1" if p.counted else "0")
         self._state.indexes.add(seq, p.passages)
-        self._remember(_Stored(seq, art.id, p.date_us, fingerprint, p.row, cfg.rule.profile_id))
+        self._profiles.remember(
+            StoredArticle(seq, art.id, p.date_us, fingerprint, p.row, cfg.rule.profile_id)
+        )
         stories.record(
             self.store,
             self._log,
@@ -408,52 +348,6 @@ class NewsStream:
         )
         return decision
 
-    def _joinable(
-        self, prof: Profile, matches: Sequence[Match], dup_ids: Sequence[str]
-    ) -> list[ArticleRow]:
-        """The originals of the groups of the duplicate matches that the new article
-        duplicates itself, earliest first (a group is its original and the articles that
-        duplicate it)."""
-        if not dup_ids:
-            return []
-        rows = self.store.get_many(dup_ids)
-        ids = sorted({r.original or r.id for r in rows})
-        have = {r.id: r for r in rows if r.original is None}
-        missing = [i for i in ids if i not in have]
-        for r in self.store.get_many(missing) if missing else []:
-            have[r.id] = r
-        verdicts = {m.id: m.verdict for m in matches}
-        joinable = [
-            have[i]
-            for i in ids
-            if i in have and (verdicts.get(i) or self._verdict_of(prof, have[i])) == "duplicate"
-        ]
-        return sorted(joinable, key=lambda r: _order_key(r.date_us, r.id))
-
-    def _verdict_of(self, prof: Profile, row: ArticleRow) -> str:
-        """The rule's label for a profile against a stored article."""
-        stored = self._stored([row.seq])[row.seq].profile
-        rule = self.config.rule
-        return decide(pair_features(prof, stored, rule.width), rule)[0]
-
-    def _verdict(self, a: ArticleRow, b: ArticleRow) -> str:
-        """The rule's label for two stored articles."""
-        return self._verdict_of(self._stored([a.seq])[a.seq].profile, b)
-
-    def _regroup(self, originals: Sequence[ArticleRow], new_original: str) -> tuple[str, ...]:
-        """Point every member of the groups of ``originals`` (and the originals) at
-        ``new_original``; the ids moved, in group order."""
-        moved: list[str] = []
-        for g in originals:
-            moved.extend((g.id, *self.store.members_of(g.id)))
-        if moved:
-            self.store.set_original(moved, new_original)
-        return tuple(moved)
-
-    def _log(self, seq: int, op: str, arg: str) -> None:
-        self._state.log_seq = self.store.append_log(op, seq, arg)
-
-    # --- judging ------------------------------------------------------------------------
     def _judge(
         self,
         prof: Profile,
@@ -463,134 +357,39 @@ class NewsStream:
         story: Sequence[int],
         *,
         exclude: int,
-        since_us: int | None = None,
-        until_us: int | None = None,
-        limit: int | None = None,
-        story_limit: int | None = None,
     ) -> list[Match]:
-        """Matches of an article with its candidates (passages, and the first
-        ``story_limit`` of its ``story`` neighbours' seqs), best first.
-
-        Every candidate is screened in one compiled pass over the packed profiles (shared
-        shingles, cosine); those whose bounds leave no copy verdict possible are decided by
-        the cosine alone (:mod:`neardup.rule.bounds`: the rule's own verdict), and only the
-        ``limit`` best of those similar ones get their exact features.  The others get their
-        exact features in a second compiled pass, and the rule's verdicts
-        (:func:`neardup.rule.verdict.decide_many`: :func:`neardup.rule.decide` on arrays)."""
-        seqs = self._state.indexes.query_seqs(passages, story, exclude, story_limit)
+        """Matches of an article with its candidates (passages, and its ``story``
+        neighbours' seqs) dated within ``window_seconds``, best first
+        (:func:`~neardup.detect.stream.judging.judge_rows`)."""
+        seqs = self._state.indexes.query_seqs(passages, story, exclude, None)
         if not seqs:
             return []
         stored = self._stored(seqs)
         window = self.config.window_seconds
-        window_us = None if window is None else round(window * _US)
-        if window_us is None and since_us is None and until_us is None:
+        if window is None:
             kept = [stored[q] for q in seqs if q in stored]
         else:
+            window_us = round(window * _US)
             kept = [
                 stored[q]
                 for q in seqs
-                if q in stored
-                and _in_time(stored[q].date_us, date_us, window_us, since_us, until_us)
+                if q in stored and in_time(stored[q].date_us, date_us, window_us, None, None)
             ]
-        if not kept:
-            return []
+        return judge_rows(prof, kept, fingerprint, self.config.rule, self.config.similar_limit)
+
+    def _stored(self, seqs: Sequence[int]) -> dict[int, StoredArticle]:
+        return self._profiles.get(self.store, seqs)
+
+    def _profile_of(self, row: ArticleRow) -> Profile:
+        return self._stored([row.seq])[row.seq].profile
+
+    def _label(self, a: Profile, b: Profile) -> str:
+        """The rule's label for two profiles."""
         rule = self.config.rule
-        rows, offsets = pack_rows([s.row for s in kept])
-        screened = screen_rows(prof, rows, offsets, rule)
-        limit = self.config.similar_limit if limit is None else limit
-        possible = screened.copy_possible
-        similar_only = np.flatnonzero(~possible & (screened.cosine >= rule.similar_min_cosine))
-        chosen = np.flatnonzero(possible).tolist()
-        if similar_only.shape[0] > limit:
-            # The order the matches are sorted in below: score, then distance, then id.
-            cosine = screened.cosine
-            ranked = sorted(
-                similar_only.tolist(),
-                key=lambda i: (
-                    -round(float(cosine[i]), 6),
-                    _distance(kept[i], fingerprint),
-                    kept[i].id,
-                ),
-            )
-            chosen += ranked[:limit]
-        else:
-            chosen += similar_only.tolist()
-        if not chosen:
-            return []
-        chosen.sort()
-        return self._matches(prof, [kept[i] for i in chosen], rows, offsets, chosen, fingerprint)
+        return decide(pair_features(a, b, rule.width), rule)[0]
 
-    def _matches(
-        self,
-        prof: Profile,
-        chosen: Sequence[_Stored],
-        rows: npt.NDArray[np.uint64],
-        offsets: npt.NDArray[np.int64],
-        select: Sequence[int],
-        fingerprint: int,
-    ) -> list[Match]:
-        """The rule's matches of ``prof`` with the ``select``-ed packed rows (``chosen``),
-        best first (unrelated ones dropped)."""
-        rule = self.config.rule
-        f = features_rows(prof, rows, offsets, np.asarray(select, dtype=np.int64), rule.width)
-        labels, scores = decide_many(f.coverage_a, f.coverage_b, f.passage, f.cosine, rule)
-        unrelated = VERDICTS.index("unrelated")
-        matches: list[Match] = []
-        for s, label, score, cov_a, cov_b, passage, cosine in zip(
-            chosen,
-            labels.tolist(),
-            scores.tolist(),
-            f.coverage_a.tolist(),
-            f.coverage_b.tolist(),
-            f.passage.tolist(),
-            f.cosine.tolist(),
-            strict=True,
-        ):
-            if label == unrelated:
-                continue
-            matches.append(
-                Match(
-                    id=s.id,
-                    verdict=VERDICTS[label],
-                    score=round(score, 6),
-                    coverage=round(cov_a, 6),
-                    coverage_other=round(cov_b, 6),
-                    passage=passage,
-                    cosine=round(cosine, 6),
-                    distance=_distance(s, fingerprint),
-                )
-            )
-        matches.sort(key=lambda m: (_RANK[m.verdict], -m.score, m.distance, m.id))
-        return matches
-
-    def _stored(self, seqs: Sequence[int]) -> dict[int, _Stored]:
-        """What judging reads of stored articles, by seq: from memory, else one store read."""
-        cache = self._cache
-        out: dict[int, _Stored] = {}
-        missing = []
-        for seq in seqs:
-            found = cache.get(seq)
-            if found is None:
-                missing.append(seq)
-            else:
-                cache.move_to_end(seq)
-                out[seq] = found
-        if missing:
-            scheme = self.config.rule.profile_id
-            for row in self.store.get_many_by_seq(missing):
-                prof = Profile.from_bytes(row.signature, scheme_id=scheme)
-                out[row.seq] = self._remember(
-                    _Stored(
-                        row.seq, row.id, row.date_us, row.fingerprint, pack_profile(prof), scheme
-                    )
-                )
-        return out
-
-    def _remember(self, stored: _Stored) -> _Stored:
-        self._cache[stored.seq] = stored
-        if len(self._cache) > _CACHE:
-            self._cache.popitem(last=False)
-        return stored
+    def _log(self, seq: int, op: str, arg: str) -> None:
+        self._state.log_seq = self.store.append_log(op, seq, arg)
 
     # --- queries --------------------------------------------------------------------------
     def get(self, article_id: str) -> ArticleRow:
@@ -661,7 +460,7 @@ class NewsStream:
             for c in candidates
             if c.seq in stored
             and stored[c.seq].id not in group
-            and _in_time(stored[c.seq].date_us, row.date_us, window_us, since_us, until_us)
+            and in_time(stored[c.seq].date_us, row.date_us, window_us, since_us, until_us)
         ]
         if not kept:
             return []
@@ -680,7 +479,7 @@ class NewsStream:
             features = pair_features(prof, s.profile, rule.width)
             label, score, _ = decide(features, rule)
             if label != "unrelated":
-                out.append(_match(s, label, score, features, row.fingerprint))
+                out.append(match_of(s, label, score, features, row.fingerprint))
                 if len(out) == limit:
                     break
         return out
@@ -742,39 +541,3 @@ class NewsStream:
                 self.checkpoint()
         finally:
             self.store.close()
-
-
-def _in_time(
-    stored: int | None,
-    new: int | None,
-    window_us: int | None,
-    since_us: int | None,
-    until_us: int | None,
-) -> bool:
-    if stored is None:
-        return since_us is None and until_us is None
-    if window_us is not None and new is not None and abs(stored - new) > window_us:
-        return False
-    if since_us is not None and stored < since_us:
-        return False
-    return until_us is None or stored < until_us
-
-
-def _distance(s: _Stored, fingerprint: int) -> int:
-    """Hamming distance of the first 64 bits of the two story SimHashes (the stored
-    ``fingerprint``)."""
-    return (s.fingerprint ^ fingerprint).bit_count()
-
-
-def _match(s: _Stored, label: str, score: float, features: Any, fingerprint: int) -> Match:
-    distance = _distance(s, fingerprint)
-    return Match(
-        id=s.id,
-        verdict=label,
-        score=round(score, 6),
-        coverage=round(features.coverage_a, 6),
-        coverage_other=round(features.coverage_b, 6),
-        passage=features.passage,
-        cosine=round(features.cosine, 6),
-        distance=distance,
-    )

@@ -56,7 +56,7 @@ class Decision:
       among the matches);
     * ``duplicate_of``: the original (earliest article) of the duplicate group it joined,
       or, when it duplicates no group's original, the stored article it duplicates best (it
-      then heads a group of its own; :mod:`neardup.detect.stream.engine`);
+      then heads a group of its own; :mod:`neardup.detect.stream.groups`);
     * ``similar``: the other matches, best first (at most ``similar_limit``);
     * ``matches``: the evidence: the duplicates (at most ``similar_limit + 1``), then
       ``similar``;

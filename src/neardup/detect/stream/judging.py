@@ -1,0 +1,233 @@
+"""Judging an article's candidates with the one rule, over packed stored profiles.
+
+Every candidate is screened in one compiled pass over the packed profiles (shared shingles,
+cosine); those whose bounds leave no copy verdict possible are decided by the cosine alone
+(:mod:`neardup.rule.bounds`: the rule's own verdict), and only the ``limit`` best of those
+similar ones get their exact features.  The others get their exact features in a second
+compiled pass, and the rule's verdicts (:func:`neardup.rule.verdict.decide_many`:
+:func:`neardup.rule.decide` on arrays).  Matches are ordered by verdict, score, story
+distance, then id: deterministic.
+
+Stored profiles are read through :class:`ProfileCache` (an LRU by seq over the store).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from neardup.detect.stream.records import Match
+from neardup.rule import VERDICTS, Profile, RuleConfig
+from neardup.rule.bounds import screen_rows
+from neardup.rule.features import features_rows, pack_profile, pack_rows, unpack_profile
+from neardup.rule.verdict import decide_many
+from neardup.store import Store
+
+__all__ = ["ProfileCache", "StoredArticle", "in_time", "judge_rows", "match_of"]
+
+_RANK = {"duplicate": 0, "partial": 1, "similar": 2}
+# Stored articles' profiles kept in memory (LRU, by seq): on the replicated Reuters stream a
+# copy meets its original about 20,000 articles later; a miss costs a store read.
+CACHE_SIZE = 65_536
+
+
+class StoredArticle:
+    """What judging reads of a stored article (its group is read from the store): its
+    profile packed in one row (:func:`neardup.rule.features.pack_profile`), unpacked as
+    views when a pair is judged alone."""
+
+    __slots__ = ("_profile", "_scheme", "date_us", "fingerprint", "id", "row", "seq")
+
+    def __init__(
+        self,
+        seq: int,
+        article_id: str,
+        date_us: int | None,
+        fingerprint: int,
+        row: npt.NDArray[np.uint64],
+        scheme: str,
+    ) -> None:
+        self.seq = seq
+        self.id = article_id
+        self.date_us = date_us
+        self.fingerprint = fingerprint
+        self.row = row
+        self._scheme = scheme
+        self._profile: Profile | None = None
+
+    @property
+    def profile(self) -> Profile:
+        """The stored profile (views of :attr:`row`)."""
+        if self._profile is None:
+            self._profile = unpack_profile(self.row, self._scheme)
+        return self._profile
+
+
+class ProfileCache:
+    """Stored articles' packed profiles by seq: the last ``size`` used kept in memory, the
+    others read from the store (one read per call).  Cleared when a batch rolls back (its
+    seqs may go to other articles)."""
+
+    def __init__(self, scheme: str, size: int = CACHE_SIZE) -> None:
+        self.scheme = scheme
+        self.size = size
+        self._cache: OrderedDict[int, StoredArticle] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def get(self, store: Store, seqs: Sequence[int]) -> dict[int, StoredArticle]:
+        """What judging reads of stored articles, by seq: from memory, else one store read
+        (seqs not in the store are left out)."""
+        cache = self._cache
+        out: dict[int, StoredArticle] = {}
+        missing = []
+        for seq in seqs:
+            found = cache.get(seq)
+            if found is None:
+                missing.append(seq)
+            else:
+                cache.move_to_end(seq)
+                out[seq] = found
+        if missing:
+            scheme = self.scheme
+            for row in store.get_many_by_seq(missing):
+                prof = Profile.from_bytes(row.signature, scheme_id=scheme)
+                out[row.seq] = self.remember(
+                    StoredArticle(
+                        row.seq, row.id, row.date_us, row.fingerprint, pack_profile(prof), scheme
+                    )
+                )
+        return out
+
+    def remember(self, stored: StoredArticle) -> StoredArticle:
+        """Keep ``stored`` (the least recently used one goes when full)."""
+        self._cache[stored.seq] = stored
+        if len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return stored
+
+
+def judge_rows(
+    prof: Profile,
+    kept: Sequence[StoredArticle],
+    fingerprint: int,
+    rule: RuleConfig,
+    limit: int,
+) -> list[Match]:
+    """The rule's matches of ``prof`` with the ``kept`` candidates, best first (module
+    docstring: screened, then the copy-possible ones and the ``limit`` best similar ones
+    judged exactly; unrelated ones dropped)."""
+    if not kept:
+        return []
+    rows, offsets = pack_rows([s.row for s in kept])
+    screened = screen_rows(prof, rows, offsets, rule)
+    possible = screened.copy_possible
+    similar_only = np.flatnonzero(~possible & (screened.cosine >= rule.similar_min_cosine))
+    chosen = np.flatnonzero(possible).tolist()
+    if similar_only.shape[0] > limit:
+        # The order the matches are sorted in below: score, then distance, then id.
+        cosine = screened.cosine
+        ranked = sorted(
+            similar_only.tolist(),
+            key=lambda i: (
+                -round(float(cosine[i]), 6),
+                distance(kept[i], fingerprint),
+                kept[i].id,
+            ),
+        )
+        chosen += ranked[:limit]
+    else:
+        chosen += similar_only.tolist()
+    if not chosen:
+        return []
+    chosen.sort()
+    return _matches(prof, [kept[i] for i in chosen], rows, offsets, chosen, fingerprint, rule)
+
+
+def _matches(
+    prof: Profile,
+    chosen: Sequence[StoredArticle],
+    rows: npt.NDArray[np.uint64],
+    offsets: npt.NDArray[np.int64],
+    select: Sequence[int],
+    fingerprint: int,
+    rule: RuleConfig,
+) -> list[Match]:
+    """The rule's matches of ``prof`` with the ``select``-ed packed rows (``chosen``),
+    best first (unrelated ones dropped)."""
+    f = features_rows(prof, rows, offsets, np.asarray(select, dtype=np.int64), rule.width)
+    labels, scores = decide_many(f.coverage_a, f.coverage_b, f.passage, f.cosine, rule)
+    unrelated = VERDICTS.index("unrelated")
+    matches: list[Match] = []
+    for s, label, score, cov_a, cov_b, passage, cosine in zip(
+        chosen,
+        labels.tolist(),
+        scores.tolist(),
+        f.coverage_a.tolist(),
+        f.coverage_b.tolist(),
+        f.passage.tolist(),
+        f.cosine.tolist(),
+        strict=True,
+    ):
+        if label == unrelated:
+            continue
+        matches.append(
+            Match(
+                id=s.id,
+                verdict=VERDICTS[label],
+                score=round(score, 6),
+                coverage=round(cov_a, 6),
+                coverage_other=round(cov_b, 6),
+                passage=passage,
+                cosine=round(cosine, 6),
+                distance=distance(s, fingerprint),
+            )
+        )
+    matches.sort(key=lambda m: (_RANK[m.verdict], -m.score, m.distance, m.id))
+    return matches
+
+
+def in_time(
+    stored: int | None,
+    new: int | None,
+    window_us: int | None,
+    since_us: int | None,
+    until_us: int | None,
+) -> bool:
+    """Whether a stored article dated ``stored`` is within ``window_us`` of ``new`` and in
+    ``[since, until)`` (an undated one only when neither bound is set)."""
+    if stored is None:
+        return since_us is None and until_us is None
+    if window_us is not None and new is not None and abs(stored - new) > window_us:
+        return False
+    if since_us is not None and stored < since_us:
+        return False
+    return until_us is None or stored < until_us
+
+
+def distance(s: StoredArticle, fingerprint: int) -> int:
+    """Hamming distance of the first 64 bits of the two story SimHashes (the stored
+    ``fingerprint``)."""
+    return (s.fingerprint ^ fingerprint).bit_count()
+
+
+def match_of(s: StoredArticle, label: str, score: float, features: Any, fingerprint: int) -> Match:
+    """A :class:`Match` from one pair's exact features and the rule's label and score."""
+    return Match(
+        id=s.id,
+        verdict=label,
+        score=round(score, 6),
+        coverage=round(features.coverage_a, 6),
+        coverage_other=round(features.coverage_b, 6),
+        passage=features.passage,
+        cosine=round(features.cosine, 6),
+        distance=distance(s, fingerprint),
+    )
