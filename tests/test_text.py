@@ -338,8 +338,8 @@ def test_scanner_classes_are_the_regular_expression_s() -> None:
     a letter or digit and a decimal digit, over all of Unicode."""
     import re
 
-    from neardup import text as text_module
     from neardup._kernels import ALNUM, DIGIT
+    from neardup.text import scanner as text_module
 
     table = text_module._code_point_classes()
     for cp in range(0, 0x110000, 97):  # a sample of every block (the table is built by runs)
