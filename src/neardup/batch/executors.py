@@ -25,16 +25,17 @@ memory bound of the driver); the same results on every executor (tested).
 from __future__ import annotations
 
 import collections
-import concurrent.futures
-import multiprocessing
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from neardup.batch.tasks import SignedPartition
 from neardup.batch.verify import ProfileRows
+
+if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts
+    import concurrent.futures
 
 __all__ = ["DaskExecutor", "Executor", "InProcess", "LocalPool", "executor_for"]
 
@@ -117,6 +118,9 @@ class LocalPool(Executor):
         self.workers = workers
         self.max_in_flight = max_in_flight or 2 * workers + 1
         method = "fork" if sys.platform.startswith("linux") else "spawn"
+        import concurrent.futures
+        import multiprocessing
+
         self.executor = concurrent.futures.ProcessPoolExecutor(
             max_workers=workers, mp_context=multiprocessing.get_context(method)
         )
