@@ -28,10 +28,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from neardup._jit import njit
+from neardup._jit import compiled_worthwhile, njit
 from neardup.errors import ConfigError
 from neardup.rule import VERDICTS, Features, RuleConfig, profile
-from neardup.rule._kernels import direction, merge_count_sorted, weighted_dot
+from neardup.rule._kernels import (
+    direction,
+    direction_numpy,
+    merge_count_numpy,
+    merge_count_sorted,
+    weighted_dot,
+    weighted_dot_numpy,
+)
 from neardup.rule.bounds import copy_possible_pairs
 from neardup.rule.features import Direction
 from neardup.rule.junk import FURNITURE
@@ -195,6 +202,28 @@ def _directions(
     return counts
 
 
+def _directions_numpy(
+    left: I64,
+    right: I64,
+    shingles: U64,
+    sh_off: I64,
+    flags: Any,
+    tok_off: I64,
+    sets: U64,
+    set_off: I64,
+    width: int,
+) -> I64:
+    """:func:`_directions` pair by pair with numpy (tested equal)."""
+    counts = np.zeros((left.shape[0], 2 * _DIRECTION), dtype=np.int64)
+    for k, (a, b) in enumerate(zip(left.tolist(), right.tolist(), strict=True)):
+        a_sh, b_sh = shingles[sh_off[a] : sh_off[a + 1]], shingles[sh_off[b] : sh_off[b + 1]]
+        a_fl, b_fl = flags[tok_off[a] : tok_off[a + 1]], flags[tok_off[b] : tok_off[b + 1]]
+        a_set, b_set = sets[set_off[a] : set_off[a + 1]], sets[set_off[b] : set_off[b + 1]]
+        counts[k, :_DIRECTION] = direction_numpy(a_sh, a_fl, b_set, width)
+        counts[k, _DIRECTION:] = direction_numpy(b_sh, b_fl, a_set, width)
+    return counts
+
+
 @dataclasses.dataclass(frozen=True)
 class PairVerdicts:
     """The rule's verdicts on pairs: ``labels`` (indexes into :data:`LABELS`: the rule's
@@ -325,6 +354,49 @@ def _screen_counts(
     return shared, dot
 
 
+def _screen_counts_numpy(
+    left: I64,
+    right: I64,
+    sets: U64,
+    set_off: I64,
+    terms: U64,
+    term_counts: Any,
+    term_off: I64,
+    dots: bool,
+) -> tuple[I64, I64]:
+    """:func:`_screen_counts` pair by pair with numpy (tested equal)."""
+    m = left.shape[0]
+    shared = np.zeros(m, dtype=np.int64)
+    dot = np.zeros(m, dtype=np.int64)
+    for k, (a, b) in enumerate(zip(left.tolist(), right.tolist(), strict=True)):
+        shared[k] = merge_count_numpy(
+            sets[set_off[a] : set_off[a + 1]], sets[set_off[b] : set_off[b + 1]]
+        )
+        if dots:
+            dot[k] = weighted_dot_numpy(
+                terms[term_off[a] : term_off[a + 1]],
+                term_counts[term_off[a] : term_off[a + 1]],
+                terms[term_off[b] : term_off[b + 1]],
+                term_counts[term_off[b] : term_off[b + 1]],
+            )
+    return shared, dot
+
+
+#: Estimated cost of the numpy twins, for :func:`neardup._jit.compiled_worthwhile`:
+#: nanoseconds per pair (a few numpy calls) and per element of the two rows.
+_NUMPY_NS_PER_PAIR = 60_000
+_NUMPY_NS_PER_ELEMENT = 30
+
+
+def _pairs_cost(left: I64, right: I64, offsets: I64) -> int:
+    """Estimated nanoseconds of a numpy twin over the pairs ``(left, right)`` of rows whose
+    sizes ``offsets`` give."""
+    sizes = offsets[1:] - offsets[:-1]
+    elements = int(sizes[left].sum() + sizes[right].sum())
+    pairs = int(left.shape[0])
+    return _NUMPY_NS_PER_PAIR * pairs + _NUMPY_NS_PER_ELEMENT * elements
+
+
 def row_counts(rows: ProfileRows) -> tuple[I64, I64, I64, I64]:
     """:func:`neardup.rule.bounds.profile_counts` of every row: ``(positions, distinct,
     tokens, prose)`` arrays."""
@@ -374,7 +446,12 @@ def verify_pairs(
     right = np.ascontiguousarray(pairs[:, 1])
     arrays = _contiguous(rows)
     verdict = question == "verdict"
-    shared, dots = _screen_counts(
+    screen = (
+        _screen_counts
+        if compiled_worthwhile(_pairs_cost(left, right, arrays["set_offsets"]))
+        else _screen_counts_numpy
+    )
+    shared, dots = screen(
         left,
         right,
         arrays["sets"],
@@ -458,7 +535,12 @@ def _contiguous(rows: ProfileRows) -> dict[str, np.ndarray]:
 def _direction_counts(left: I64, right: I64, arrays: dict[str, np.ndarray], width: int) -> I64:
     """The two :class:`~neardup.rule.features.Direction` rows of each pair (columns 0-9 of
     :attr:`PairVerdicts.counts`)."""
-    out: I64 = _directions(
+    directions = (
+        _directions
+        if compiled_worthwhile(_pairs_cost(left, right, arrays["shingle_offsets"]))
+        else _directions_numpy
+    )
+    out: I64 = directions(
         left,
         right,
         arrays["shingles"],
