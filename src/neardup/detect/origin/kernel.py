@@ -35,8 +35,6 @@ from neardup.detect.origin.evict import LUCKY, lucky_bonus
 __all__ = ["bucket_document", "conclude", "origins_and_cuts", "probe_facts"]
 
 U8 = npt.NDArray[np.uint8]
-U16 = npt.NDArray[np.uint16]
-U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 BOOL = npt.NDArray[np.bool_]

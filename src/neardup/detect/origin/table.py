@@ -53,8 +53,6 @@ from neardup.errors import CapacityError, StoreError
 __all__ = ["BucketTable", "Hits", "Probe", "UnlimitedTable", "entry_bytes", "make_table"]
 
 U8 = npt.NDArray[np.uint8]
-U16 = npt.NDArray[np.uint16]
-U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 BOOL = npt.NDArray[np.bool_]
