@@ -216,11 +216,10 @@ def _directions_numpy(
     """:func:`_directions` pair by pair with numpy (tested equal)."""
     counts = np.zeros((left.shape[0], 2 * _DIRECTION), dtype=np.int64)
     for k, (a, b) in enumerate(zip(left.tolist(), right.tolist(), strict=True)):
-        a_sh, b_sh = shingles[sh_off[a] : sh_off[a + 1]], shingles[sh_off[b] : sh_off[b + 1]]
-        a_fl, b_fl = flags[tok_off[a] : tok_off[a + 1]], flags[tok_off[b] : tok_off[b + 1]]
-        a_set, b_set = sets[set_off[a] : set_off[a + 1]], sets[set_off[b] : set_off[b + 1]]
-        counts[k, :_DIRECTION] = direction_numpy(a_sh, a_fl, b_set, width)
-        counts[k, _DIRECTION:] = direction_numpy(b_sh, b_fl, a_set, width)
+        for col, (x, y) in ((0, (a, b)), (_DIRECTION, (b, a))):
+            counts[k, col : col + _DIRECTION] = direction_numpy(
+                _row(shingles, sh_off, x), _row(flags, tok_off, x), _row(sets, set_off, y), width
+            )
     return counts
 
 
@@ -365,21 +364,25 @@ def _screen_counts_numpy(
     dots: bool,
 ) -> tuple[I64, I64]:
     """:func:`_screen_counts` pair by pair with numpy (tested equal)."""
-    m = left.shape[0]
-    shared = np.zeros(m, dtype=np.int64)
-    dot = np.zeros(m, dtype=np.int64)
-    for k, (a, b) in enumerate(zip(left.tolist(), right.tolist(), strict=True)):
-        shared[k] = merge_count_numpy(
-            sets[set_off[a] : set_off[a + 1]], sets[set_off[b] : set_off[b + 1]]
+    pairs = list(zip(left.tolist(), right.tolist(), strict=True))
+    shared = [merge_count_numpy(_row(sets, set_off, a), _row(sets, set_off, b)) for a, b in pairs]
+    dot = [
+        weighted_dot_numpy(
+            _row(terms, term_off, a),
+            _row(term_counts, term_off, a),
+            _row(terms, term_off, b),
+            _row(term_counts, term_off, b),
         )
-        if dots:
-            dot[k] = weighted_dot_numpy(
-                terms[term_off[a] : term_off[a + 1]],
-                term_counts[term_off[a] : term_off[a + 1]],
-                terms[term_off[b] : term_off[b + 1]],
-                term_counts[term_off[b] : term_off[b + 1]],
-            )
-    return shared, dot
+        if dots
+        else 0
+        for a, b in pairs
+    ]
+    return np.array(shared, dtype=np.int64), np.array(dot, dtype=np.int64)
+
+
+def _row(flat: Any, offsets: I64, d: int) -> Any:
+    """Row ``d`` of a ragged array."""
+    return flat[offsets[d] : offsets[d + 1]]
 
 
 #: Estimated cost of the numpy twins, for :func:`neardup._jit.compiled_worthwhile`:

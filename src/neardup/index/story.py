@@ -55,7 +55,7 @@ from neardup.errors import (
     SchemeMismatchError,
     StoreError,
 )
-from neardup.index._common import Key, KeyMap, read_index_file, write_index_file
+from neardup.index._common import Key, KeyedIndex, KeyMap, read_index_file, write_index_file
 from neardup.index._rows import resolve_config
 from neardup.records import epoch_us
 from neardup.sketch.base import Signature
@@ -166,7 +166,7 @@ class _Run:
         return int(self.fps.nbytes + self.dates.nbytes + self.ids.nbytes + self.alive.nbytes)
 
 
-class StoryIndex:
+class StoryIndex(KeyedIndex):
     """Exact k-nearest stories within a time window, with add, remove, save and load.
 
     >>> from neardup.sketch.story import story_vector, StoryVectorConfig
@@ -192,19 +192,6 @@ class StoryIndex:
         self.scheme_id: str | None = None
 
     # -- sizes -----------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            return self._keys.normalise(key) in self._keys.rows
-        except InputError:
-            return False
-
-    def keys(self) -> list[Key]:
-        """The indexed keys, in insertion order."""
-        return [k for k in self._keys.keys if k is not None]
 
     @property
     def nbytes(self) -> int:
