@@ -449,26 +449,12 @@ def verify_pairs(
     right = np.ascontiguousarray(pairs[:, 1])
     arrays = _contiguous(rows)
     verdict = question == "verdict"
-    screen = (
-        _screen_counts
-        if compiled_worthwhile(_pairs_cost(left, right, arrays["set_offsets"]))
-        else _screen_counts_numpy
-    )
-    shared, dots = screen(
-        left,
-        right,
-        arrays["sets"],
-        arrays["set_offsets"],
-        arrays["terms"],
-        arrays["term_counts"],
-        arrays["term_offsets"],
-        verdict,
-    )
-    per_row = row_counts(rows)
+    shared, dots = _shared_counts(left, right, arrays, verdict)
+    positions, distinct, tokens, prose = row_counts(rows)
     duplicate_open, partial_open = copy_possible_pairs(
         shared,
-        (per_row[0][left], per_row[1][left], per_row[2][left], per_row[3][left]),
-        (per_row[0][right], per_row[1][right], per_row[2][right], per_row[3][right]),
+        (positions[left], distinct[left], tokens[left], prose[left]),
+        (positions[right], distinct[right], tokens[right], prose[right]),
         rule,
     )
     m = left.shape[0]
@@ -491,7 +477,7 @@ def verify_pairs(
         scores = np.full(m, np.nan)
     counts = np.zeros((m, _COLUMNS), dtype=np.int64)
     counts[:, _SHARED] = shared
-    counts[:, _UNION] = per_row[1][left] + per_row[1][right] - shared
+    counts[:, _UNION] = distinct[left] + distinct[right] - shared
     at = np.flatnonzero(full)
     if at.shape[0]:
         counts[at, : 2 * _DIRECTION] = _direction_counts(left[at], right[at], arrays, rule.width)
@@ -517,6 +503,29 @@ def _decide(sub: I64, cosine: F64, rule: RuleConfig, verdict: bool) -> tuple[I8,
         labels = np.where(dup, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
         scores = np.where(dup, scores, np.nan)
     return labels, scores
+
+
+def _shared_counts(
+    left: I64, right: I64, arrays: dict[str, np.ndarray], dots: bool
+) -> tuple[I64, I64]:
+    """:func:`_screen_counts` of the pairs (its numpy twin for work too small to load
+    numba for)."""
+    screen = (
+        _screen_counts
+        if compiled_worthwhile(_pairs_cost(left, right, arrays["set_offsets"]))
+        else _screen_counts_numpy
+    )
+    counts: tuple[I64, I64] = screen(
+        left,
+        right,
+        arrays["sets"],
+        arrays["set_offsets"],
+        arrays["terms"],
+        arrays["term_counts"],
+        arrays["term_offsets"],
+        dots,
+    )
+    return counts
 
 
 def _contiguous(rows: ProfileRows) -> dict[str, np.ndarray]:
