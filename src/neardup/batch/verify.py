@@ -216,11 +216,10 @@ def _directions_numpy(
     """:func:`_directions` pair by pair with numpy (tested equal)."""
     counts = np.zeros((left.shape[0], 2 * _DIRECTION), dtype=np.int64)
     for k, (a, b) in enumerate(zip(left.tolist(), right.tolist(), strict=True)):
-        a_sh, b_sh = shingles[sh_off[a] : sh_off[a + 1]], shingles[sh_off[b] : sh_off[b + 1]]
-        a_fl, b_fl = flags[tok_off[a] : tok_off[a + 1]], flags[tok_off[b] : tok_off[b + 1]]
-        a_set, b_set = sets[set_off[a] : set_off[a + 1]], sets[set_off[b] : set_off[b + 1]]
-        counts[k, :_DIRECTION] = direction_numpy(a_sh, a_fl, b_set, width)
-        counts[k, _DIRECTION:] = direction_numpy(b_sh, b_fl, a_set, width)
+        for col, (x, y) in ((0, (a, b)), (_DIRECTION, (b, a))):
+            counts[k, col : col + _DIRECTION] = direction_numpy(
+                _row(shingles, sh_off, x), _row(flags, tok_off, x), _row(sets, set_off, y), width
+            )
     return counts
 
 
@@ -365,21 +364,25 @@ def _screen_counts_numpy(
     dots: bool,
 ) -> tuple[I64, I64]:
     """:func:`_screen_counts` pair by pair with numpy (tested equal)."""
-    m = left.shape[0]
-    shared = np.zeros(m, dtype=np.int64)
-    dot = np.zeros(m, dtype=np.int64)
-    for k, (a, b) in enumerate(zip(left.tolist(), right.tolist(), strict=True)):
-        shared[k] = merge_count_numpy(
-            sets[set_off[a] : set_off[a + 1]], sets[set_off[b] : set_off[b + 1]]
+    pairs = list(zip(left.tolist(), right.tolist(), strict=True))
+    shared = [merge_count_numpy(_row(sets, set_off, a), _row(sets, set_off, b)) for a, b in pairs]
+    dot = [
+        weighted_dot_numpy(
+            _row(terms, term_off, a),
+            _row(term_counts, term_off, a),
+            _row(terms, term_off, b),
+            _row(term_counts, term_off, b),
         )
-        if dots:
-            dot[k] = weighted_dot_numpy(
-                terms[term_off[a] : term_off[a + 1]],
-                term_counts[term_off[a] : term_off[a + 1]],
-                terms[term_off[b] : term_off[b + 1]],
-                term_counts[term_off[b] : term_off[b + 1]],
-            )
-    return shared, dot
+        if dots
+        else 0
+        for a, b in pairs
+    ]
+    return np.array(shared, dtype=np.int64), np.array(dot, dtype=np.int64)
+
+
+def _row(flat: Any, offsets: I64, d: int) -> Any:
+    """Row ``d`` of a ragged array."""
+    return flat[offsets[d] : offsets[d + 1]]
 
 
 #: Estimated cost of the numpy twins, for :func:`neardup._jit.compiled_worthwhile`:
@@ -446,26 +449,12 @@ def verify_pairs(
     right = np.ascontiguousarray(pairs[:, 1])
     arrays = _contiguous(rows)
     verdict = question == "verdict"
-    screen = (
-        _screen_counts
-        if compiled_worthwhile(_pairs_cost(left, right, arrays["set_offsets"]))
-        else _screen_counts_numpy
-    )
-    shared, dots = screen(
-        left,
-        right,
-        arrays["sets"],
-        arrays["set_offsets"],
-        arrays["terms"],
-        arrays["term_counts"],
-        arrays["term_offsets"],
-        verdict,
-    )
-    per_row = row_counts(rows)
+    shared, dots = _shared_counts(left, right, arrays, verdict)
+    positions, distinct, tokens, prose = row_counts(rows)
     duplicate_open, partial_open = copy_possible_pairs(
         shared,
-        (per_row[0][left], per_row[1][left], per_row[2][left], per_row[3][left]),
-        (per_row[0][right], per_row[1][right], per_row[2][right], per_row[3][right]),
+        (positions[left], distinct[left], tokens[left], prose[left]),
+        (positions[right], distinct[right], tokens[right], prose[right]),
         rule,
     )
     m = left.shape[0]
@@ -488,7 +477,7 @@ def verify_pairs(
         scores = np.full(m, np.nan)
     counts = np.zeros((m, _COLUMNS), dtype=np.int64)
     counts[:, _SHARED] = shared
-    counts[:, _UNION] = per_row[1][left] + per_row[1][right] - shared
+    counts[:, _UNION] = distinct[left] + distinct[right] - shared
     at = np.flatnonzero(full)
     if at.shape[0]:
         counts[at, : 2 * _DIRECTION] = _direction_counts(left[at], right[at], arrays, rule.width)
@@ -514,6 +503,29 @@ def _decide(sub: I64, cosine: F64, rule: RuleConfig, verdict: bool) -> tuple[I8,
         labels = np.where(dup, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
         scores = np.where(dup, scores, np.nan)
     return labels, scores
+
+
+def _shared_counts(
+    left: I64, right: I64, arrays: dict[str, np.ndarray], dots: bool
+) -> tuple[I64, I64]:
+    """:func:`_screen_counts` of the pairs (its numpy twin for work too small to load
+    numba for)."""
+    screen = (
+        _screen_counts
+        if compiled_worthwhile(_pairs_cost(left, right, arrays["set_offsets"]))
+        else _screen_counts_numpy
+    )
+    counts: tuple[I64, I64] = screen(
+        left,
+        right,
+        arrays["sets"],
+        arrays["set_offsets"],
+        arrays["terms"],
+        arrays["term_counts"],
+        arrays["term_offsets"],
+        dots,
+    )
+    return counts
 
 
 def _contiguous(rows: ProfileRows) -> dict[str, np.ndarray]:
