@@ -522,10 +522,8 @@ class LSHIndex(RowIndex):
         self._spare_out = None
         if out is None:
             out = np.empty(_FIRST_OUT, dtype=np.int64)
-        if need:
-            code = self._call(need, out, q)
-        else:
-            code = (self._bound or self._bind_query())(out, q)
+        call = self._bound or self._bind_query()
+        code = self._call(need, out, q) if need else call(out, q)
         return self._answer(q, out, code, need, limit)
 
     def _answer(
@@ -557,11 +555,12 @@ class LSHIndex(RowIndex):
     def _call(self, need: int, out: I64, q: U64) -> int:
         """The single-query kernel with a ``need`` (``min_score``) on this index's arrays."""
         tables = self._tables
-        code: int = kern._query_one(
-            self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows, need,
-            out, q,
+        return int(
+            kern._query_one(
+                self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows,
+                need, out, q,
+            )
         )  # fmt: skip
-        return code
 
     def _bind_query(self) -> Any:
         """The single-query kernel's compiled code with this index's arrays and ``need = 0``
