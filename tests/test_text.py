@@ -291,6 +291,18 @@ def test_tokenize_equals_reference_on_any_text(text: str) -> None:
                 assert tokenize(text, cfg) == expected
 
 
+@pytest.mark.parametrize("text", ["໐", "x ໐ 12", "໐໑.໒ ກາ", "๑๒๓ ภาษาไทย"])
+def test_digits_of_no_space_scripts_are_numbers_on_every_path(text: str) -> None:
+    """Lao and Thai digits are numbers (masked, dropped or kept by the policy), not pieces of
+    a no-space script, on the Python path as in the reference and the compiled scanner."""
+    for numbers in ("keep", "mask", "drop"):
+        cfg = TextConfig(numbers=numbers)
+        expected = tokenize_reference(text, cfg)
+        for compiled in (True, False):
+            with forced(compiled):
+                assert tokenize(text, cfg) == expected
+
+
 # --- the compiled scanner on multilingual text (tokens, offsets and hashes) ------------------
 
 # Words and marks of the text users have: Latin with diacritics (precomposed and combining),

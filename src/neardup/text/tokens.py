@@ -102,9 +102,15 @@ def _tokenize_python(text: str, cfg: TextConfig) -> Tokens:
 
 def _simple_forms(raw: str, cfg: TextConfig) -> tuple[str, ...] | None:
     """The (at most one) form of a token spanning its whole match, or ``None`` when the
-    normalised token has no-space-script characters (pieces with their own offsets)."""
+    normalised token has no-space-script characters (pieces with their own offsets) and is
+    not a number (a number in a no-space script's digits is one number, as for every
+    script)."""
     form = normalise(raw)
-    if not form.isascii() and _NOSPACE_RE.search(form):
+    if (
+        not form.isascii()
+        and _NOSPACE_RE.search(form)
+        and not (form[0].isdigit() and _NUMBER_RE.fullmatch(form))
+    ):
         return None
     return forms_of_raw_token(raw, cfg)
 
