@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from neardup._jit import njit
 from neardup._mix import GOLDEN, splitmix64
-from neardup.index._tables import band_head, insert_one, slot_tag
+from neardup.index._bands import band_head, insert_one, slot_tag
 
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]

@@ -24,7 +24,7 @@ Guarantees:
   with a different one :class:`~neardup.errors.ConflictError`; removing an unknown key
   :class:`~neardup.errors.NotFoundError`.
 * Memory: ``8 * num_perm`` bytes per document for the signatures (needed for the scores) plus
-  about ``17-30 * bands`` for the band tables (:class:`~neardup.index._tables.BandTables`: a
+  about ``17-30 * bands`` for the band tables (:class:`~neardup.index._bands.BandTables`: a
   4-byte chain link, 1.4-2.9 slots of 8 bytes and their tag bytes per band key) and a live
   flag, in numpy arrays and a memory map; keys in a dict.
 * Deterministic: same adds, same answers, same file bytes.
@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from neardup._jit import compiled_entry
 from neardup.config import Config, check_int, check_range
 from neardup.errors import (
     ConfigError,
@@ -50,10 +51,11 @@ from neardup.errors import (
     StoreError,
 )
 from neardup.index import _lsh_kernels as kern
+from neardup.index._bands import BandTables, GrowingRows
 from neardup.index._common import Key, read_index_file
 from neardup.index._lsh_kernels import _COUNT_BITS, _COUNT_MASK, band_keys
 from neardup.index._rows import RowIndex, resolve_config
-from neardup.index._tables import BandTables, GrowingRows
+from neardup.sketch.banding import optimal_bands
 from neardup.sketch.base import Signature
 
 __all__ = ["LSHIndex", "LSHIndexConfig", "optimal_bands"]
@@ -65,31 +67,6 @@ _UINT64 = np.dtype(np.uint64)
 _MAGIC = b"NDLSHIDX"
 _CONTIGUOUS = (8,)  # strides of a contiguous 1-d uint64 array
 _FIRST_OUT = 256  # output slots of a query's first (usually only) pass: 64 candidates
-_GRID = 2001  # points of the trapezoid rule on [0, 1]
-
-
-@functools.lru_cache(maxsize=128)
-def optimal_bands(
-    threshold: float,
-    num_perm: int,
-    false_positive_weight: float = 0.5,
-    false_negative_weight: float = 0.5,
-) -> tuple[int, int]:
-    """``(bands, rows)`` minimising the weighted false positive + false negative areas.
-
-    The criterion of ``datasketch.MinHashLSH._optimal_param``; vectorised over all
-    ``(bands, rows)`` with ``bands * rows <= num_perm`` (ties: fewest bands, then rows).
-    """
-    pairs = [(b, r) for b in range(1, num_perm + 1) for r in range(1, num_perm // b + 1)]
-    b = np.array([p[0] for p in pairs], dtype=np.float64)[:, None]
-    r = np.array([p[1] for p in pairs], dtype=np.float64)[:, None]
-    lo = np.linspace(0.0, threshold, _GRID)[None, :]
-    hi = np.linspace(threshold, 1.0, _GRID)[None, :]
-    fp = np.trapezoid(1.0 - (1.0 - lo**r) ** b, lo, axis=1)
-    fn = np.trapezoid((1.0 - hi**r) ** b, hi, axis=1)
-    error = false_positive_weight * fp + false_negative_weight * fn
-    best = int(np.argmin(error))  # first minimum: pairs are ordered by bands, then rows
-    return pairs[best]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,27 +120,6 @@ class LSHIndexConfig(Config):
             float(self.false_positive_weight),
             float(self.false_negative_weight),
         )
-
-
-def compiled_entry(kernel: Any, *args: Any) -> Any:
-    """The compiled function of the numba kernel ``kernel`` for the types of ``args``,
-    callable from Python like the kernel, or the kernel itself if numba offers none.
-
-    A kernel call goes through numba's dispatcher, which works out the type of every argument
-    to pick the compiled code: about half a microsecond for eight arguments, as long as the
-    whole query of a new document.  An index's arrays keep their types for its life, so the
-    single-call paths pick the code once.  The caller must only ever pass arguments of the
-    same types (C-contiguous arrays of the same dtypes and dimensions, integers): the
-    compiled code does not check them."""
-    try:
-        from numba import typeof
-
-        dispatcher = kernel.dispatcher() if hasattr(kernel, "dispatcher") else kernel
-        signature = tuple(typeof(a) for a in args)  # type: ignore[no-untyped-call]
-        dispatcher.compile(signature)
-        return dispatcher.overloads[signature].entry_point
-    except (AttributeError, KeyError, TypeError):  # another numba: the dispatcher works
-        return kernel
 
 
 def _rank(item: tuple[Key, float]) -> tuple[float, Key]:
