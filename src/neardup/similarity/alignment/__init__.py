@@ -73,9 +73,7 @@ block size beyond the sparse unit vectors, which are linear in the texts); texts
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,7 +81,6 @@ import numpy as np
 
 from neardup.config import check_range
 from neardup.errors import ConfigError, InputTooLargeError
-from neardup.shingles import hash_forms
 from neardup.similarity.alignment.extend import _filter
 from neardup.similarity.alignment.model import _extend, _PairModel
 from neardup.similarity.alignment.records import (
@@ -94,7 +91,7 @@ from neardup.similarity.alignment.records import (
     _FloatArray,
 )
 from neardup.similarity.spans import document_tokens
-from neardup.text import TextConfig, ensure_text, sentence_spans, tokenize
+from neardup.text import ensure_text, sentence_spans
 
 __all__ = [
     "AlignedPassage",
@@ -111,30 +108,6 @@ __all__ = [
 ]
 
 
-def _hashed_tokens(text: str, config: TextConfig) -> tuple[list[int], list[int], list[int]]:
-    """Hashed forms and spans of ``text``'s tokens under ``config``: ASCII text through the
-    compiled scanner (:func:`~neardup.similarity.spans.document_tokens` with stop words
-    kept, then dropped by their lower-cased text, which for ASCII is their normalised
-    form), other text through :func:`~neardup.text.tokenize`.  Equal either way (tested)."""
-    keep = dataclasses.replace(config, drop_stop_words=False)
-    if text.isascii():
-        got = document_tokens(text, keep, 0)
-        hashes, starts, ends = got.hashes.tolist(), got.starts.tolist(), got.ends.tolist()
-        if not config.drop_stop_words:
-            return hashes, starts, ends
-        low = text.lower()
-        stops = config.effective_stop_words
-        kept = [
-            k for k, (a, b) in enumerate(zip(starts, ends, strict=True)) if low[a:b] not in stops
-        ]
-        return [hashes[k] for k in kept], [starts[k] for k in kept], [ends[k] for k in kept]
-    toks = tokenize(text, config)
-    # each distinct form hashed once (a text repeats most of its words)
-    distinct = list(dict.fromkeys(toks.forms))
-    hashed = dict(zip(distinct, hash_forms(distinct, 0).tolist(), strict=True))
-    return [hashed[f] for f in toks.forms], list(toks.starts), list(toks.ends)
-
-
 def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedText:
     """Units of ``text`` (step 1): sentences joined until each has ``min_sentence_words``
     tokens; a trailing short unit joins the previous one.  Units without tokens are dropped.
@@ -148,37 +121,76 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
         raise InputTooLargeError(
             f"text has {len(text)} characters, more than max_text_chars={cfg.max_text_chars}"
         )
-    spans: list[tuple[int, int]] = []
-    units: list[UnitTokens] = []
-    pending: tuple[int, UnitTokens] | None = None  # start and tokens of a short unit so far
     # Tokenise once and hand each sentence the tokens that start inside it: tokens never
     # cross a sentence boundary (boundaries are punctuation or white space), so this equals
     # tokenising each sentence on its own (tested), at a fraction of the calls.
-    forms, starts, ends = _hashed_tokens(text, cfg.text)
-    for start, end in sentence_spans(text):
-        lo, hi = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
-        toks = UnitTokens(tuple(forms[lo:hi]), tuple(starts[lo:hi]), tuple(ends[lo:hi]))
+    toks = document_tokens(text, cfg.text, 0)
+    sents = np.asarray(sentence_spans(text), dtype=np.int64).reshape(-1, 2)
+    lo = np.searchsorted(toks.starts, sents[:, 0])
+    hi = np.searchsorted(toks.starts, sents[:, 1])
+    bounds, cuts = _units(sents.tolist(), (hi - lo).tolist(), cfg.min_sentence_words, text)
+    # the tokens inside some sentence, in order; a unit is a run of whole sentences
+    inside = np.zeros(len(toks) + 1, dtype=np.int64)
+    np.add.at(inside, lo, 1)
+    np.add.at(inside, hi, -1)
+    keep = np.cumsum(inside[:-1]) > 0
+    rank = np.concatenate(([0], np.cumsum(keep)))
+    first = np.asarray([c[0] for c in cuts], dtype=np.int64)
+    last = np.asarray([c[1] for c in cuts], dtype=np.int64)
+    ptr = np.concatenate(([0], rank[hi[last]])).astype(np.int64)
+    if len(first):
+        ptr[:-1] = rank[lo[first]]
+    forms, starts, ends = toks.hashes[keep], toks.starts[keep], toks.ends[keep]
+    term_ptr, term_ids, term_counts = _unit_terms(forms, ptr)
+    bounds_arr = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
+    return PreparedText(
+        len(text), bounds_arr, ptr, forms, starts, ends, term_ptr, term_ids, term_counts, text
+    )
+
+
+def _units(
+    sents: list[list[int]], sizes: list[int], min_words: int, text: str
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The units' character spans and (first, last) sentence of each: sentences joined until
+    each has ``min_words`` tokens, a short tail joined to the unit before it."""
+    bounds: list[tuple[int, int]] = []
+    cuts: list[tuple[int, int]] = []
+    pending: tuple[int, int, int] | None = None  # start, first sentence, tokens of a short unit
+    for k, ((start, end), size) in enumerate(zip(sents, sizes, strict=True)):
+        first = k
         if pending is not None:
-            start, toks = pending[0], _joined(pending[1], toks)
+            start, first, size = pending[0], pending[1], pending[2] + size
             pending = None
-        if len(toks) < cfg.min_sentence_words:
-            pending = (start, toks)
+        if size < min_words:
+            pending = (start, first, size)
             continue
-        spans.append((start, end))
-        units.append(toks)
-    if pending is not None and len(pending[1]):
-        if spans:  # a short tail joins the unit before it
-            spans[-1] = (spans[-1][0], len(text.rstrip()))
-            units[-1] = _joined(units[-1], pending[1])
+        bounds.append((start, end))
+        cuts.append((first, k))
+    if pending is not None and pending[2]:
+        tail = len(text.rstrip())
+        if bounds:  # a short tail joins the unit before it
+            bounds[-1] = (bounds[-1][0], tail)
+            cuts[-1] = (cuts[-1][0], len(sents) - 1)
         else:
-            spans.append((pending[0], len(text.rstrip())))
-            units.append(pending[1])
-    terms = tuple(Counter(u.forms) for u in units)
-    return PreparedText(len(text), tuple(spans), terms, tuple(units), text)
+            bounds.append((pending[0], tail))
+            cuts.append((pending[1], len(sents) - 1))
+    return bounds, cuts
 
 
-def _joined(a: UnitTokens, b: UnitTokens) -> UnitTokens:
-    return UnitTokens(a.forms + b.forms, a.starts + b.starts, a.ends + b.ends)
+def _unit_terms(
+    forms: np.ndarray[Any, np.dtype[np.uint64]], ptr: np.ndarray[Any, np.dtype[np.int64]]
+) -> tuple[np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.uint64]], _FloatArray]:
+    """Each unit's distinct terms (ascending) and their counts, as one ragged run."""
+    n_units = len(ptr) - 1
+    unit = np.repeat(np.arange(n_units, dtype=np.int64), np.diff(ptr))
+    order = np.lexsort((forms, unit))
+    f, u = forms[order], unit[order]
+    new = np.ones(len(f), dtype=bool)
+    new[1:] = (f[1:] != f[:-1]) | (u[1:] != u[:-1])
+    at = np.flatnonzero(new)
+    counts = np.diff(np.append(at, len(f))).astype(np.float64)
+    term_ptr = np.searchsorted(u[at], np.arange(n_units + 1), side="left").astype(np.int64)
+    return term_ptr, f[at], counts
 
 
 def align_passages(
@@ -313,21 +325,13 @@ def _summary(passages: list[AlignedPassage], source_length: int) -> AlignedPassa
 
 
 def _tokens_in(side: PreparedText, start: int, end: int) -> tuple[list[int], list[int], list[int]]:
-    """Forms and spans of the tokens of ``side`` lying inside ``[start, end)``."""
-    lo = bisect.bisect_right([s for s, _ in side.spans], start) - 1
-    forms: list[int] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for k in range(max(lo, 0), len(side.spans)):
-        if side.spans[k][0] >= end:
-            break
-        toks = side.tokens[k]
-        for f, a, b in zip(toks.forms, toks.starts, toks.ends, strict=True):
-            if a >= start and b <= end:
-                forms.append(f)
-                starts.append(a)
-                ends.append(b)
-    return forms, starts, ends
+    """Forms and spans of the tokens of ``side`` lying inside ``[start, end)`` (tokens are
+    disjoint and in text order, so their starts and their ends both ascend)."""
+    i = int(np.searchsorted(side.starts, start, side="left"))
+    j = int(np.searchsorted(side.ends, end, side="right"))
+    if j <= i:
+        return [], [], []
+    return side.forms[i:j].tolist(), side.starts[i:j].tolist(), side.ends[i:j].tolist()
 
 
 def common_runs(a: Sequence[int], b: Sequence[int], min_tokens: int) -> list[tuple[int, int, int]]:
