@@ -182,15 +182,15 @@ def _unit_terms(
 ) -> tuple[np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.uint64]], _FloatArray]:
     """Each unit's distinct terms (ascending) and their counts, as one ragged run."""
     n_units = len(ptr) - 1
+    distinct, local = np.unique(forms, return_inverse=True)  # ascending hashes
     unit = np.repeat(np.arange(n_units, dtype=np.int64), np.diff(ptr))
-    order = np.lexsort((forms, unit))
-    f, u = forms[order], unit[order]
-    new = np.ones(len(f), dtype=bool)
-    new[1:] = (f[1:] != f[:-1]) | (u[1:] != u[:-1])
-    at = np.flatnonzero(new)
-    counts = np.diff(np.append(at, len(f))).astype(np.float64)
-    term_ptr = np.searchsorted(u[at], np.arange(n_units + 1), side="left").astype(np.int64)
-    return term_ptr, f[at], counts
+    keys, counts = np.unique(unit * len(distinct) + local, return_counts=True)
+    term_ptr = np.searchsorted(keys, np.arange(n_units + 1, dtype=np.int64) * len(distinct))
+    return (
+        term_ptr.astype(np.int64),
+        distinct[keys % max(1, len(distinct))],
+        counts.astype(np.float64),
+    )
 
 
 def align_passages(
