@@ -128,53 +128,58 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
     sents = np.asarray(sentence_spans(text), dtype=np.int64).reshape(-1, 2)
     lo = np.searchsorted(toks.starts, sents[:, 0])
     hi = np.searchsorted(toks.starts, sents[:, 1])
-    bounds, cuts = _units(sents.tolist(), (hi - lo).tolist(), cfg.min_sentence_words, text)
-    # the tokens inside some sentence, in order; a unit is a run of whole sentences
-    inside = np.zeros(len(toks) + 1, dtype=np.int64)
-    np.add.at(inside, lo, 1)
-    np.add.at(inside, hi, -1)
-    keep = np.cumsum(inside[:-1]) > 0
-    rank = np.concatenate(([0], np.cumsum(keep)))
-    first = np.asarray([c[0] for c in cuts], dtype=np.int64)
-    last = np.asarray([c[1] for c in cuts], dtype=np.int64)
-    ptr = np.concatenate(([0], rank[hi[last]])).astype(np.int64)
-    if len(first):
-        ptr[:-1] = rank[lo[first]]
-    forms, starts, ends = toks.hashes[keep], toks.starts[keep], toks.ends[keep]
+    bounds, first, last = _units(sents.tolist(), (hi - lo).tolist(), cfg.min_sentence_words, text)
+    forms, starts, ends = toks.hashes, toks.starts, toks.ends
+    if int((hi - lo).sum()) < len(toks):  # keep only the tokens inside some sentence
+        inside = np.zeros(len(toks) + 1, dtype=np.int64)
+        np.add.at(inside, lo, 1)
+        np.add.at(inside, hi, -1)
+        keep = np.cumsum(inside[:-1]) > 0
+        rank = np.concatenate(([0], np.cumsum(keep)))
+        lo, hi = rank[lo], rank[hi]
+        forms, starts, ends = forms[keep], starts[keep], ends[keep]
+    # a unit is a run of whole sentences: its tokens run from its first sentence's first
+    # token to its last sentence's last
+    ptr = np.zeros(len(first) + 1, dtype=np.int64)
+    ptr[1:] = hi[last]
+    ptr[:-1] = lo[first]
     term_ptr, term_ids, term_counts = _unit_terms(forms, ptr)
-    bounds_arr = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
     return PreparedText(
-        len(text), bounds_arr, ptr, forms, starts, ends, term_ptr, term_ids, term_counts, text
+        len(text), bounds, ptr, forms, starts, ends, term_ptr, term_ids, term_counts, text
     )
 
 
 def _units(
     sents: list[list[int]], sizes: list[int], min_words: int, text: str
-) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """The units' character spans and (first, last) sentence of each: sentences joined until
-    each has ``min_words`` tokens, a short tail joined to the unit before it."""
+) -> tuple[np.ndarray[Any, np.dtype[np.int64]], list[int], list[int]]:
+    """The units' character spans (one row ``start, end`` a unit) and the first and the last
+    sentence of each: sentences joined until each has ``min_words`` tokens, a short tail
+    joined to the unit before it."""
     bounds: list[tuple[int, int]] = []
-    cuts: list[tuple[int, int]] = []
+    first: list[int] = []
+    last: list[int] = []
     pending: tuple[int, int, int] | None = None  # start, first sentence, tokens of a short unit
     for k, ((start, end), size) in enumerate(zip(sents, sizes, strict=True)):
-        first = k
+        head = k
         if pending is not None:
-            start, first, size = pending[0], pending[1], pending[2] + size
+            start, head, size = pending[0], pending[1], pending[2] + size
             pending = None
         if size < min_words:
-            pending = (start, first, size)
+            pending = (start, head, size)
             continue
         bounds.append((start, end))
-        cuts.append((first, k))
+        first.append(head)
+        last.append(k)
     if pending is not None and pending[2]:
         tail = len(text.rstrip())
         if bounds:  # a short tail joins the unit before it
             bounds[-1] = (bounds[-1][0], tail)
-            cuts[-1] = (cuts[-1][0], len(sents) - 1)
+            last[-1] = len(sents) - 1
         else:
             bounds.append((pending[0], tail))
-            cuts.append((pending[1], len(sents) - 1))
-    return bounds, cuts
+            first.append(pending[1])
+            last.append(len(sents) - 1)
+    return np.array(bounds, dtype=np.int64).reshape(-1, 2), first, last
 
 
 def _unit_terms(
