@@ -9,6 +9,7 @@ inside a character range by filtering every token.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections import Counter
 from typing import Any
@@ -108,7 +109,7 @@ def _summed(vecs: list[dict[int, float]]) -> dict[int, float]:
 def test_span_and_best_cosine_equal_dictionaries(texts: list[str]) -> None:
     long = [t for t in texts if len(sentence_spans(t)) >= 8][:12]
     checked = 0
-    for a, b in zip(long, long[1:], strict=False):
+    for a, b in itertools.pairwise(long):
         src = prepare_text(a)
         susp = prepare_text(b[: len(b) // 2] + " " + a[: len(a) // 2])
         model = _PairModel(susp, src)

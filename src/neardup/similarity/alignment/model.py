@@ -60,7 +60,8 @@ class _PairModel:
         """The sum of the vectors of units ``[lo, hi]`` over the pair vocabulary."""
         s = self.sides[side]
         a, b = int(s.ptr[lo]), int(s.ptr[hi + 1])
-        return np.bincount(s.ids[a:b], weights=s.vals[a:b], minlength=self.vocab)
+        out = np.bincount(s.ids[a:b], weights=s.vals[a:b], minlength=self.vocab)
+        return out.astype(np.float64, copy=False)
 
     def best_cosine(self, unit: int, src_range: tuple[int, int]) -> float:
         """The largest cosine of suspicious unit ``unit`` with a source unit of ``src_range``
@@ -292,4 +293,3 @@ def _split_at_novel(
             parts.append([])
         parts[-1].append(seed)
     return parts
-
