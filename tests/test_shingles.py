@@ -250,8 +250,11 @@ def test_sorted_distinct_equals_np_unique(values: list[int]) -> None:
     from neardup import _kernels
 
     arr = np.array(values, dtype=np.uint64)
-    assert np.array_equal(_kernels.sorted_distinct(arr), np.unique(arr))
-    assert _kernels.sorted_distinct(arr).dtype == np.uint64
+    for compiled in (True, False):  # the kernel, and the sort-and-mask path
+        with forced(compiled):
+            got = _kernels.sorted_distinct(arr)
+        assert np.array_equal(got, np.unique(arr))
+        assert got.dtype == np.uint64
 
 
 @settings(max_examples=200, deadline=None)

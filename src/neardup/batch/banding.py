@@ -58,10 +58,20 @@ _POLY = np.uint64(0x9E3779B97F4A7C15)
 
 def _probabilities(threshold: float, bands: int, rows: int) -> tuple[float, float]:
     """Integrated false-positive and false-negative probability of a banding (datasketch)."""
+    fp, fn = _probabilities_many(threshold, np.array([bands]), np.array([rows]))
+    return float(fp[0]), float(fn[0])
+
+
+def _probabilities_many(
+    threshold: float, bands: I64, rows: I64
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """:func:`_probabilities` of many bandings at once (one row of the grid per banding)."""
     low = np.linspace(0.0, threshold, 1001)
     high = np.linspace(threshold, 1.0, 1001)
-    fp = float(np.trapezoid(1.0 - (1.0 - low**rows) ** bands, low))
-    fn = float(np.trapezoid((1.0 - high**rows) ** bands, high))
+    b = bands.astype(np.float64)[:, None]
+    r = rows.astype(np.float64)[:, None]
+    fp = np.asarray(np.trapezoid(1.0 - (1.0 - low**r) ** b, low, axis=1), dtype=np.float64)
+    fn = np.asarray(np.trapezoid((1.0 - high**r) ** b, high, axis=1), dtype=np.float64)
     return fp, fn
 
 
@@ -82,14 +92,13 @@ def lsh_bands(
     if not 0.0 <= false_negative_weight <= 1.0:
         raise ConfigError(f"false_negative_weight must be in [0, 1], got {false_negative_weight}")
     w = false_negative_weight
-    best = (float("inf"), 1, num_perm)
-    for bands in range(1, num_perm + 1):
-        for rows in range(1, num_perm // bands + 1):
-            fp, fn = _probabilities(threshold, bands, rows)
-            error = (1.0 - w) * fp + w * fn
-            if error < best[0]:
-                best = (error, bands, rows)
-    return best[1], best[2]
+    # Every (bands, rows) with bands * rows <= num_perm, bands then rows ascending: the
+    # first minimum wins ties.
+    pairs = [(b, r) for b in range(1, num_perm + 1) for r in range(1, num_perm // b + 1)]
+    grid = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    fp, fn = _probabilities_many(threshold, grid[:, 0], grid[:, 1])
+    best = int(np.argmin((1.0 - w) * fp + w * fn))
+    return int(grid[best, 0]), int(grid[best, 1])
 
 
 def default_bands(threshold: float, num_perm: int) -> tuple[int, int]:
