@@ -60,8 +60,10 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
    passages do not already explain the hull as a copy (a summary condenses, so it maps to
    a source span ``summary_copy_ratio`` times longer or more; a copy maps about one to one).
 
-Terms are the 64-bit hashes of the text stage's forms (:func:`neardup.shingles.hash_forms`);
-ASCII texts take the compiled token path (:mod:`neardup.similarity.spans`).
+Terms are the 64-bit hashes of the text stage's forms (:func:`neardup.shingles.hash_forms`),
+from one compiled scan of the text (:mod:`neardup.similarity.spans`).  A prepared text and
+the pair model are arrays (each unit's tokens and distinct terms as ragged runs), so the
+steps run as array operations, not per-token Python.
 
 Guarantees: pure and deterministic (terms are seeded 64-bit hashes, the same in every process;
 every sort has a total key); approximate in the sense of the paper (a heuristic aligner, its
