@@ -2,7 +2,7 @@
 
 Both indexes map caller keys to row numbers (:class:`~neardup.index._common.KeyMap`), keep one
 ``uint64`` value per row (a fingerprint, or a MinHash signature as a row of a 2-d array), a live
-flag per row, and the row's table keys in a :class:`~neardup.index._tables.MultiTable`.
+flag per row, and the row's table keys in a :class:`~neardup.index._sorted.MultiTable`.
 :class:`RowIndex` holds that logic once: sizes, membership, the duplicate-key policy of
 add/add_many, growing the row arrays, remove, compaction, the scheme-id check, and the framing of
 save/load.  The subclasses supply what differs: how a value is validated and compared, its table
@@ -30,7 +30,7 @@ from neardup.errors import (
     StoreError,
 )
 from neardup.index._common import Key, KeyedIndex, KeyMap, write_index_file
-from neardup.index._tables import Segment
+from neardup.index._sorted import Segment
 from neardup.sketch.base import Signature
 
 __all__ = ["RowIndex", "resolve_config"]
