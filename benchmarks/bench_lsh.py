@@ -337,6 +337,15 @@ def main() -> None:
                     summary[ours][key]["median"] / summary[theirs][key]["median"], 3
                 )
     print(ratios)
+    # Per round (the contenders of a round ran back to back, under the same load).
+    per_round = {}
+    for ours, theirs in pairs:
+        if ours in runs and theirs in runs:
+            for key in ("insert_per_cpu_s", "query_per_cpu_s"):
+                per_round[f"{ours}/{theirs} {key.split('_')[0]}"] = [
+                    round(a[key] / b[key], 3) for a, b in zip(runs[ours], runs[theirs], strict=True)
+                ]
+    print(per_round)
     result = {
         "machine": machine(("neardup", "numpy", "numba", "datasketch", "rensa")),
         "n": args.n,
@@ -349,6 +358,7 @@ def main() -> None:
         "(each value kept w.p. s ~ U(0.5,1)); queries half near copies (s ~ U(0.6,1))",
         "contenders": summary,
         "ratios_of_medians": ratios,
+        "ratios_per_round": per_round,
         "runs": runs,
         "data_bytes_in_parent": int(sigs.nbytes + qs.nbytes),
     }

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from neardup.similarity import AlignedPassage, AlignmentConfig, align_passages, prepare_text
 from neardup.similarity import alignment as alignment_module
 from neardup.similarity.alignment import UnitPairs, unit_pairs
-from neardup.text import _ABBREVIATIONS, sentence_spans
+from neardup.text import sentence_spans
+from neardup.text.sentences import _ABBREVIATIONS
 
 
 @pytest.fixture(scope="module")

@@ -114,8 +114,10 @@ def test_centers_equal_greedy_in_any_order(graph, rnd) -> None:
     for order in (edges, [(b, a) for a, b in shuffled]):
         left = np.array([a for a, _ in order], dtype=np.int64)
         right = np.array([b for _, b in order], dtype=np.int64)
-        got = center_labels(rank, left, right, pinned=pinned).tolist()
-        assert got == expected
+        for compiled in (True, False):  # the kernel, and the small-input Python path
+            with forced(compiled):
+                got = center_labels(rank, left, right, pinned=pinned).tolist()
+            assert got == expected
     # Every member is joined to its center by an edge; every pinned vertex is a center.
     pairs = {frozenset(e) for e in edges}
     for v, c in enumerate(expected):

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._jit import forced
 from neardup.batch.verify import (
     PairVerdicts,
     ProfileRows,
@@ -45,11 +46,13 @@ TEXTS = [
 ]
 
 
-def test_verdicts_equal_judge_on_every_pair() -> None:
+@pytest.mark.parametrize("compiled", [True, False])  # the kernels, and their numpy twins
+def test_verdicts_equal_judge_on_every_pair(compiled: bool) -> None:
     rule = RuleConfig()
     rows = profile_rows(TEXTS, rule)
     pairs = np.array(list(itertools.combinations(range(len(TEXTS)), 2)), dtype=np.int64)
-    verdicts = verify_pairs(pairs, rows, rule, features="all")
+    with forced(compiled):
+        verdicts = verify_pairs(pairs, rows, rule, features="all")
     labels = set()
     for k, (a, b) in enumerate(pairs.tolist()):
         expected = judge(TEXTS[a], TEXTS[b], rule)
@@ -198,8 +201,8 @@ def _edited_corpus(seed: int, n: int) -> list[str]:
     return texts + TEXTS
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_screened_answers_equal_judge(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "compiled"), [(0, True), (1, True), (1, False)])
+def test_screened_answers_equal_judge(seed: int, compiled: bool) -> None:
     """The bounds screen changes no answer: on every pair of an edited corpus, the verdict
     question gives judge's verdict (features kept or not) and the duplicate question says
     duplicate exactly when judge does, with judge's score."""
@@ -207,9 +210,10 @@ def test_screened_answers_equal_judge(seed: int) -> None:
     texts = _edited_corpus(seed, 40)
     rows = profile_rows(texts, rule)
     pairs = np.array(list(itertools.combinations(range(len(texts)), 2)), dtype=np.int64)
-    verdicts = verify_pairs(pairs, rows, rule, features="none")
-    related = verify_pairs(pairs, rows, rule, features="related")
-    duplicate = verify_pairs(pairs, rows, rule, features="none", question="duplicate")
+    with forced(compiled):
+        verdicts = verify_pairs(pairs, rows, rule, features="none")
+        related = verify_pairs(pairs, rows, rule, features="related")
+        duplicate = verify_pairs(pairs, rows, rule, features="none", question="duplicate")
     seen = set()
     for k, (a, b) in enumerate(pairs.tolist()):
         expected = judge(texts[a], texts[b], rule)

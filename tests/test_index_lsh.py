@@ -360,7 +360,7 @@ def test_fingerprint_collisions_never_make_a_candidate() -> None:
 def test_file_tables_are_the_sorted_band_keys() -> None:
     """The band keys and rows written to a file are, per band, the keys sorted stably with
     their rows: the layout the sorted-segment tables wrote, so files keep their bytes."""
-    from neardup.index._tables import Segment
+    from neardup.index._sorted import Segment
     from neardup.index.lsh import band_keys
 
     sigs = random_sigs(700, 32, seed=30)

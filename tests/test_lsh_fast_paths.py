@@ -122,3 +122,56 @@ def test_pickle_and_deepcopy_keep_answers() -> None:
             brute(sigs, keys, p.values, 4, 4) for p in probes
         ]
     assert [index.query(p) for p in probes] == expected  # the original is untouched
+
+
+def test_queries_between_adds_removes_and_growth_equal_brute_force() -> None:
+    """A query after every change (the compiled code's arrays are bound once and must follow
+    every growth of the signatures and the tables, compaction and reload), with layouts of
+    few and of many bands (the lookups' work space in the output buffer, or its own)."""
+    for num_perm, bands, rows in ((16, 4, 4), (48, 40, 1), (64, 32, 2)):
+        sigs = corpus(1_200, num_perm, seed=46 + bands)
+        index = LSHIndex(num_perm=num_perm, bands=bands, rows=rows, buffer_size=8)
+        live: list[int] = []
+        rng = np.random.default_rng(bands)
+        for i in range(1_200):
+            index.add(i, Signature(SCHEME, sigs[i]))
+            live.append(i)
+            if i % 5 == 4:
+                gone = live.pop(int(rng.integers(0, len(live))))
+                index.remove(gone)
+            if i % 3 == 0 or i < 40:
+                j = int(rng.integers(0, i + 1))
+                expected = brute(sigs[live], live, sigs[j], bands, rows)
+                assert index.query(Signature(SCHEME, sigs[j])) == expected
+        index.compact()
+        q = Signature(SCHEME, sigs[live[-1]])
+        assert index.query(q) == brute(sigs[live], live, sigs[live[-1]], bands, rows)
+
+
+def test_query_inputs_checked_before_the_compiled_code() -> None:
+    """Values the compiled code must not see (another dtype or length, two dimensions,
+    another scheme) raise; equal values in any layout answer alike."""
+    import pytest
+
+    from neardup.errors import SchemeMismatchError
+
+    sigs = corpus(300, 16, seed=50)
+    index = LSHIndex(num_perm=16, bands=4, rows=4)
+    index.add_many(list(range(300)), [Signature(SCHEME, s) for s in sigs])
+    expected = brute(sigs, list(range(300)), sigs[7], 4, 4)
+    assert index.query(Signature(SCHEME, sigs[7])) == expected
+    held = sigs[7].copy()
+    held.flags.writeable = False  # kept as given (no copy)
+    assert index.query(Signature(SCHEME, held)) == expected
+    with pytest.raises(SchemeMismatchError):
+        index.query(Signature(SCHEME, sigs[7].astype(np.uint32)))
+    with pytest.raises(SchemeMismatchError):
+        index.query(Signature(SCHEME, sigs[7][:8]))
+    with pytest.raises(SchemeMismatchError):
+        index.query(Signature("minhash/v1:other", sigs[7]))
+    for _ in range(3):  # the usual path after the general one, and back
+        assert index.query(Signature(SCHEME, sigs[7])) == expected
+        assert index.query(Signature(SCHEME, sigs[7]), min_score=0.5) == [
+            t for t in expected if t[1] >= 0.5
+        ]
+        assert index.query(Signature(SCHEME, sigs[7]), limit=1) == expected[:1]

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from neardup.errors import InputTypeError, SchemeMismatchError, SignatureFormatError
 from neardup.rule import Profile, RuleConfig, judge, pair_features, profile, shared_passages
-from neardup.rule.features import direction_reference, features_reference
+from neardup.rule._kernels import direction_numpy, merge_count_numpy, weighted_dot_numpy
+from neardup.rule.features import Direction, direction_reference, features_reference
 from neardup.rule.junk import FURNITURE, QUOTED, paragraph_spans
 from neardup.sketch.shingleset import sign_shingles
 
@@ -169,6 +170,24 @@ def test_verdict_is_symmetric(a: str, b: str) -> None:
     ab, ba = judge(a, b), judge(b, a)
     assert ab.label == ba.label
     assert ab.score == pytest.approx(ba.score)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts(), texts(), st.integers(1, 5))
+def test_numpy_features_equal_the_reference(a: str, b: str, width: int) -> None:
+    """The numpy twins of the compiled kernels (small jobs run them without numba)."""
+    cfg = RuleConfig(width=width)
+    pa, pb = profile(a, cfg), profile(b, cfg)
+    expected = features_reference(pa, pb, width)
+    got = direction_numpy(pa.shingles, pa.flags, pb.shingle_set, width)
+    assert Direction(*got) == expected.a
+    got = direction_numpy(pb.shingles, pb.flags, pa.shingle_set, width)
+    assert Direction(*got) == expected.b
+    assert merge_count_numpy(pa.shingle_set, pb.shingle_set) == expected.shared_shingles
+    ta = dict(zip(pa.terms.tolist(), pa.term_counts.tolist(), strict=True))
+    tb = dict(zip(pb.terms.tolist(), pb.term_counts.tolist(), strict=True))
+    dot = weighted_dot_numpy(pa.terms, pa.term_counts, pb.terms, pb.term_counts)
+    assert dot == sum(v * tb[k] for k, v in ta.items() if k in tb)
 
 
 def test_direction_reference_counts_by_hand() -> None:

@@ -130,15 +130,24 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         server.stop()
 
 
+def wait_until(driver: Any, condition: Any, timeout: float = 20) -> Any:
+    """``condition(driver)`` once it is truthy; the page re-rendering a list under the test
+    (an element going stale) counts as not yet."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,))
+    return wait.until(condition)
+
+
 def wait_for(driver: Any, css: str, count: int = 1, timeout: float = 20) -> list[Any]:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     def found(d: Any) -> list[Any] | bool:
         elements = [e for e in d.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()]
         return elements if len(elements) >= count else False
 
-    return WebDriverWait(driver, timeout).until(found)  # type: ignore[no-any-return]
+    return wait_until(driver, found, timeout)  # type: ignore[no-any-return]
 
 
 def test_page_marks_copied_passages_links_origins_and_shows_events(
@@ -194,9 +203,13 @@ def test_page_marks_copied_passages_links_origins_and_shows_events(
 
     # a duplicate shows its original among its copies
     driver.get(site["url"] + "/#doc=update-5")
-    dups = wait_for(driver, "#view-dups li a")
+    wait_for(driver, "#view-dups li a")
     # the updates copy a preloaded, earlier article: that one is their original
-    assert dups[0].get_attribute("data-id") == site["base"]
+    first = wait_until(
+        driver,
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#view-dups li a")[0].get_attribute("data-id"),
+    )
+    assert first == site["base"]
     assert "original of this article" in driver.find_element(By.ID, "view-dups").text
 
     # independent reports of one story are more coverage, apart from the copies

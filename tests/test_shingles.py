@@ -250,8 +250,11 @@ def test_sorted_distinct_equals_np_unique(values: list[int]) -> None:
     from neardup import _kernels
 
     arr = np.array(values, dtype=np.uint64)
-    assert np.array_equal(_kernels.sorted_distinct(arr), np.unique(arr))
-    assert _kernels.sorted_distinct(arr).dtype == np.uint64
+    for compiled in (True, False):  # the kernel, and the sort-and-mask path
+        with forced(compiled):
+            got = _kernels.sorted_distinct(arr)
+        assert np.array_equal(got, np.unique(arr))
+        assert got.dtype == np.uint64
 
 
 @settings(max_examples=200, deadline=None)
@@ -320,7 +323,8 @@ def test_spot_signatures_accept_unsorted_sets() -> None:
 def _tiny_vocabulary(cfg: TextConfig) -> Any:
     """A fresh compiled-scanner vocabulary for ``cfg`` with an 8-entry table, so scans stop
     at a half-full table and resume many times."""
-    from neardup import _kernels, text
+    from neardup import _kernels
+    from neardup.text import scanner as text
 
     vocabulary = text._Vocabulary(cfg)
     vocabulary.table = _kernels.TokenTable(8)
@@ -331,7 +335,8 @@ def _tiny_vocabulary(cfg: TextConfig) -> Any:
 def test_table_growth_and_interrupted_scans(reuters_docs: list[dict[str, Any]]) -> None:
     """A tiny table forces many grow-and-rescan passes; an interrupted scan (tokens left
     pending, never stored) must not corrupt later results."""
-    from neardup import _kernels, text
+    from neardup import _kernels
+    from neardup.text import scanner as text
 
     cfg = TextConfig(numbers="mask")
     seed = 99

@@ -291,6 +291,18 @@ def test_tokenize_equals_reference_on_any_text(text: str) -> None:
                 assert tokenize(text, cfg) == expected
 
 
+@pytest.mark.parametrize("text", ["໐", "x ໐ 12", "໐໑.໒ ກາ", "๑๒๓ ภาษาไทย"])
+def test_digits_of_no_space_scripts_are_numbers_on_every_path(text: str) -> None:
+    """Lao and Thai digits are numbers (masked, dropped or kept by the policy), not pieces of
+    a no-space script, on the Python path as in the reference and the compiled scanner."""
+    for numbers in ("keep", "mask", "drop"):
+        cfg = TextConfig(numbers=numbers)
+        expected = tokenize_reference(text, cfg)
+        for compiled in (True, False):
+            with forced(compiled):
+                assert tokenize(text, cfg) == expected
+
+
 # --- the compiled scanner on multilingual text (tokens, offsets and hashes) ------------------
 
 # Words and marks of the text users have: Latin with diacritics (precomposed and combining),
@@ -338,8 +350,8 @@ def test_scanner_classes_are_the_regular_expression_s() -> None:
     a letter or digit and a decimal digit, over all of Unicode."""
     import re
 
-    from neardup import text as text_module
     from neardup._kernels import ALNUM, DIGIT
+    from neardup.text import scanner as text_module
 
     table = text_module._code_point_classes()
     for cp in range(0, 0x110000, 97):  # a sample of every block (the table is built by runs)

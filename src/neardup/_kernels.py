@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from neardup._jit import njit
+from neardup._jit import compiled_worthwhile, njit
 from neardup._mix import GOLDEN, splitmix64
 
 __all__ = [
@@ -531,8 +531,17 @@ def _sorted_distinct(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 
 def sorted_distinct(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """``np.unique`` of a uint64 array (sorted distinct values), without numpy's per-call
-    overhead (about 10 us of a ~150-value article's 15)."""
-    return _sorted_distinct(np.ascontiguousarray(values, dtype=np.uint64))
+    overhead (about 10 us of a ~150-value article's 15), nor its import of ``numpy.ma``.
+    Compiled once numba is worth loading (:func:`neardup._jit.compiled_worthwhile`), a sort
+    and a mask before."""
+    values = np.ascontiguousarray(values, dtype=np.uint64)
+    if compiled_worthwhile(10_000 + 50 * values.shape[0]):
+        return _sorted_distinct(values)
+    ordered = np.sort(values)
+    keep = np.ones(ordered.shape[0], dtype=np.bool_)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    distinct: npt.NDArray[np.uint64] = ordered[keep]
+    return distinct
 
 
 @njit(cache=True)

@@ -22,7 +22,7 @@ every machine and process.  Golden values pin them in ``tests/test_shingles.py``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from functools import lru_cache
 from itertools import chain
 
@@ -31,6 +31,7 @@ import numpy.typing as npt
 import xxhash
 
 from neardup._jit import compiled_worthwhile
+from neardup._memo import bounded_cache
 from neardup._mix import GOLDEN, splitmix64
 from neardup.errors import ConfigError
 from neardup.text import (
@@ -119,20 +120,11 @@ def word_shingles_numpy(token_hashes: U64, width: int) -> U64:
 # --- fast path: text -> token hashes --------------------------------------------------------
 
 _HASH_CACHE_LIMIT = 1 << 18
-_hash_caches: dict[tuple[TextConfig, int], dict[str, tuple[int, ...]]] = {}
+_hash_caches: dict[Hashable, dict[str, tuple[int, ...]]] = {}
 
 
 def _hash_cache(config: TextConfig, seed: int) -> dict[str, tuple[int, ...]]:
-    key = (config, seed)
-    cache = _hash_caches.get(key)
-    if cache is None:
-        if len(_hash_caches) > 64:
-            _hash_caches.clear()
-        cache = {}
-        _hash_caches[key] = cache
-    elif len(cache) > _HASH_CACHE_LIMIT:
-        cache.clear()  # bounded memory; the cache never changes a result
-    return cache
+    return bounded_cache(_hash_caches, (config, seed), _HASH_CACHE_LIMIT)
 
 
 @lru_cache(maxsize=64)

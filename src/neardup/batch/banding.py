@@ -31,14 +31,13 @@ the result on all keys, so the number of shards or workers never changes the can
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import numpy.typing as npt
 
 from neardup._jit import compiled_worthwhile, njit
 from neardup.errors import ConfigError
 from neardup.shingles import mix64
+from neardup.sketch.banding import optimal_bands
 
 __all__ = [
     "FALSE_NEGATIVE_WEIGHT",
@@ -56,40 +55,20 @@ _BAND_TAG = np.uint64(0xA24BAED4963EE407)
 _POLY = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _probabilities(threshold: float, bands: int, rows: int) -> tuple[float, float]:
-    """Integrated false-positive and false-negative probability of a banding (datasketch)."""
-    low = np.linspace(0.0, threshold, 1001)
-    high = np.linspace(threshold, 1.0, 1001)
-    fp = float(np.trapezoid(1.0 - (1.0 - low**rows) ** bands, low))
-    fn = float(np.trapezoid((1.0 - high**rows) ** bands, high))
-    return fp, fn
-
-
 #: Weight of the false-negative mass in the batch's default banding (false positives get the
 #: rest): measured, docs/batch.md.
 FALSE_NEGATIVE_WEIGHT = 0.9
 
 
-@functools.lru_cache(maxsize=128)
 def lsh_bands(
     threshold: float, num_perm: int, false_negative_weight: float = 0.5
 ) -> tuple[int, int]:
     """``(bands, rows)`` with ``bands * rows <= num_perm`` minimising ``(1 - w) * FP + w *
     FN`` mass at ``threshold`` for ``w = false_negative_weight`` (0.5: the datasketch
-    default)."""
-    if not 0.0 < threshold < 1.0:
-        raise ConfigError(f"LSH threshold must be in (0, 1), got {threshold}")
+    default): :func:`neardup.sketch.banding.optimal_bands`."""
     if not 0.0 <= false_negative_weight <= 1.0:
         raise ConfigError(f"false_negative_weight must be in [0, 1], got {false_negative_weight}")
-    w = false_negative_weight
-    best = (float("inf"), 1, num_perm)
-    for bands in range(1, num_perm + 1):
-        for rows in range(1, num_perm // bands + 1):
-            fp, fn = _probabilities(threshold, bands, rows)
-            error = (1.0 - w) * fp + w * fn
-            if error < best[0]:
-                best = (error, bands, rows)
-    return best[1], best[2]
+    return optimal_bands(threshold, num_perm, 1.0 - false_negative_weight, false_negative_weight)
 
 
 def default_bands(threshold: float, num_perm: int) -> tuple[int, int]:

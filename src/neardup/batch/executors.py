@@ -25,17 +25,17 @@ memory bound of the driver); the same results on every executor (tested).
 from __future__ import annotations
 
 import collections
-import concurrent.futures
-import multiprocessing
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-from tqdm import tqdm
 
 from neardup.batch.tasks import SignedPartition
 from neardup.batch.verify import ProfileRows
+
+if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts
+    import concurrent.futures
 
 __all__ = ["DaskExecutor", "Executor", "InProcess", "LocalPool", "executor_for"]
 
@@ -118,6 +118,9 @@ class LocalPool(Executor):
         self.workers = workers
         self.max_in_flight = max_in_flight or 2 * workers + 1
         method = "fork" if sys.platform.startswith("linux") else "spawn"
+        import concurrent.futures
+        import multiprocessing
+
         self.executor = concurrent.futures.ProcessPoolExecutor(
             max_workers=workers, mp_context=multiprocessing.get_context(method)
         )
@@ -181,15 +184,39 @@ def call(fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
-def progress_bar(progress: bool, desc: str, total: int | None = None, unit: str = "doc") -> tqdm:
+class ProgressBar(Protocol):
+    """What the stages call on a progress bar."""
+
+    def update(self, n: float | None = 1) -> bool | None: ...
+
+    def close(self) -> None: ...
+
+
+class _NoBar:
+    """The bar when progress is off: tqdm is not even imported."""
+
+    def update(self, n: float | None = 1) -> bool | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def progress_bar(
+    progress: bool, desc: str, total: int | None = None, unit: str = "doc"
+) -> ProgressBar:
     """A progress bar on stderr (tqdm), shown only when ``progress``."""
-    return tqdm(
+    if not progress:
+        return _NoBar()
+    from tqdm import tqdm
+
+    bar: ProgressBar = tqdm(
         total=total,
         desc=desc,
         unit=unit,
-        disable=not progress,
         file=sys.stderr,
         leave=False,
         dynamic_ncols=True,
         unit_scale=True,
     )
+    return bar

@@ -177,5 +177,23 @@ def center_labels(
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(source, minlength=n), out=starts[1:])
     order = np.argsort(ranks, kind="stable").astype(np.int64)
-    result: I64 = _centers(order, starts, target[by_source], keep)
-    return result
+    neighbours = target[by_source]
+    if compiled_worthwhile(1_000 * (n + neighbours.shape[0])):
+        result: I64 = _centers(order, starts, neighbours, keep)
+        return result
+    return _centers_python(order, starts, neighbours, keep)
+
+
+def _centers_python(order: I64, starts: I64, neighbours: I64, pinned: npt.NDArray[np.bool_]) -> I64:
+    """:func:`_centers` on Python lists (the small-input path, without loading numba)."""
+    center = [-1] * order.shape[0]
+    starts_list, targets, fixed = starts.tolist(), neighbours.tolist(), pinned.tolist()
+    for x in order.tolist():
+        if center[x] < 0:
+            center[x] = x
+        if center[x] != x:
+            continue
+        for y in targets[starts_list[x] : starts_list[x + 1]]:
+            if center[y] < 0 and not fixed[y]:
+                center[y] = x
+    return np.array(center, dtype=np.int64)

@@ -28,10 +28,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from neardup._jit import njit
+from neardup._jit import compiled_worthwhile, njit
 from neardup.errors import ConfigError
 from neardup.rule import VERDICTS, Features, RuleConfig, profile
-from neardup.rule._kernels import direction, merge_count_sorted, weighted_dot
+from neardup.rule._kernels import (
+    direction,
+    direction_numpy,
+    merge_count_numpy,
+    merge_count_sorted,
+    weighted_dot,
+    weighted_dot_numpy,
+)
 from neardup.rule.bounds import copy_possible_pairs
 from neardup.rule.features import Direction
 from neardup.rule.junk import FURNITURE
@@ -195,6 +202,27 @@ def _directions(
     return counts
 
 
+def _directions_numpy(
+    left: I64,
+    right: I64,
+    shingles: U64,
+    sh_off: I64,
+    flags: Any,
+    tok_off: I64,
+    sets: U64,
+    set_off: I64,
+    width: int,
+) -> I64:
+    """:func:`_directions` pair by pair with numpy (tested equal)."""
+    counts = np.zeros((left.shape[0], 2 * _DIRECTION), dtype=np.int64)
+    for k, (a, b) in enumerate(zip(left.tolist(), right.tolist(), strict=True)):
+        for col, (x, y) in ((0, (a, b)), (_DIRECTION, (b, a))):
+            counts[k, col : col + _DIRECTION] = direction_numpy(
+                _row(shingles, sh_off, x), _row(flags, tok_off, x), _row(sets, set_off, y), width
+            )
+    return counts
+
+
 @dataclasses.dataclass(frozen=True)
 class PairVerdicts:
     """The rule's verdicts on pairs: ``labels`` (indexes into :data:`LABELS`: the rule's
@@ -325,6 +353,53 @@ def _screen_counts(
     return shared, dot
 
 
+def _screen_counts_numpy(
+    left: I64,
+    right: I64,
+    sets: U64,
+    set_off: I64,
+    terms: U64,
+    term_counts: Any,
+    term_off: I64,
+    dots: bool,
+) -> tuple[I64, I64]:
+    """:func:`_screen_counts` pair by pair with numpy (tested equal)."""
+    pairs = list(zip(left.tolist(), right.tolist(), strict=True))
+    shared = [merge_count_numpy(_row(sets, set_off, a), _row(sets, set_off, b)) for a, b in pairs]
+    dot = [
+        weighted_dot_numpy(
+            _row(terms, term_off, a),
+            _row(term_counts, term_off, a),
+            _row(terms, term_off, b),
+            _row(term_counts, term_off, b),
+        )
+        if dots
+        else 0
+        for a, b in pairs
+    ]
+    return np.array(shared, dtype=np.int64), np.array(dot, dtype=np.int64)
+
+
+def _row(flat: Any, offsets: I64, d: int) -> Any:
+    """Row ``d`` of a ragged array."""
+    return flat[offsets[d] : offsets[d + 1]]
+
+
+#: Estimated cost of the numpy twins, for :func:`neardup._jit.compiled_worthwhile`:
+#: nanoseconds per pair (a few numpy calls) and per element of the two rows.
+_NUMPY_NS_PER_PAIR = 60_000
+_NUMPY_NS_PER_ELEMENT = 30
+
+
+def _pairs_cost(left: I64, right: I64, offsets: I64) -> int:
+    """Estimated nanoseconds of a numpy twin over the pairs ``(left, right)`` of rows whose
+    sizes ``offsets`` give."""
+    sizes = offsets[1:] - offsets[:-1]
+    elements = int(sizes[left].sum() + sizes[right].sum())
+    pairs = int(left.shape[0])
+    return _NUMPY_NS_PER_PAIR * pairs + _NUMPY_NS_PER_ELEMENT * elements
+
+
 def row_counts(rows: ProfileRows) -> tuple[I64, I64, I64, I64]:
     """:func:`neardup.rule.bounds.profile_counts` of every row: ``(positions, distinct,
     tokens, prose)`` arrays."""
@@ -374,21 +449,12 @@ def verify_pairs(
     right = np.ascontiguousarray(pairs[:, 1])
     arrays = _contiguous(rows)
     verdict = question == "verdict"
-    shared, dots = _screen_counts(
-        left,
-        right,
-        arrays["sets"],
-        arrays["set_offsets"],
-        arrays["terms"],
-        arrays["term_counts"],
-        arrays["term_offsets"],
-        verdict,
-    )
-    per_row = row_counts(rows)
+    shared, dots = _shared_counts(left, right, arrays, verdict)
+    positions, distinct, tokens, prose = row_counts(rows)
     duplicate_open, partial_open = copy_possible_pairs(
         shared,
-        (per_row[0][left], per_row[1][left], per_row[2][left], per_row[3][left]),
-        (per_row[0][right], per_row[1][right], per_row[2][right], per_row[3][right]),
+        (positions[left], distinct[left], tokens[left], prose[left]),
+        (positions[right], distinct[right], tokens[right], prose[right]),
         rule,
     )
     m = left.shape[0]
@@ -411,7 +477,7 @@ def verify_pairs(
         scores = np.full(m, np.nan)
     counts = np.zeros((m, _COLUMNS), dtype=np.int64)
     counts[:, _SHARED] = shared
-    counts[:, _UNION] = per_row[1][left] + per_row[1][right] - shared
+    counts[:, _UNION] = distinct[left] + distinct[right] - shared
     at = np.flatnonzero(full)
     if at.shape[0]:
         counts[at, : 2 * _DIRECTION] = _direction_counts(left[at], right[at], arrays, rule.width)
@@ -439,6 +505,29 @@ def _decide(sub: I64, cosine: F64, rule: RuleConfig, verdict: bool) -> tuple[I8,
     return labels, scores
 
 
+def _shared_counts(
+    left: I64, right: I64, arrays: dict[str, np.ndarray], dots: bool
+) -> tuple[I64, I64]:
+    """:func:`_screen_counts` of the pairs (its numpy twin for work too small to load
+    numba for)."""
+    screen = (
+        _screen_counts
+        if compiled_worthwhile(_pairs_cost(left, right, arrays["set_offsets"]))
+        else _screen_counts_numpy
+    )
+    counts: tuple[I64, I64] = screen(
+        left,
+        right,
+        arrays["sets"],
+        arrays["set_offsets"],
+        arrays["terms"],
+        arrays["term_counts"],
+        arrays["term_offsets"],
+        dots,
+    )
+    return counts
+
+
 def _contiguous(rows: ProfileRows) -> dict[str, np.ndarray]:
     """The arrays of ``rows`` as the compiled kernels take them (contiguous, typed)."""
     types = {
@@ -458,7 +547,12 @@ def _contiguous(rows: ProfileRows) -> dict[str, np.ndarray]:
 def _direction_counts(left: I64, right: I64, arrays: dict[str, np.ndarray], width: int) -> I64:
     """The two :class:`~neardup.rule.features.Direction` rows of each pair (columns 0-9 of
     :attr:`PairVerdicts.counts`)."""
-    out: I64 = _directions(
+    directions = (
+        _directions
+        if compiled_worthwhile(_pairs_cost(left, right, arrays["shingle_offsets"]))
+        else _directions_numpy
+    )
+    out: I64 = directions(
         left,
         right,
         arrays["shingles"],

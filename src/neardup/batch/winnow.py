@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup._jit import compiled_worthwhile, njit
+from neardup._kernels import sorted_distinct
 from neardup.shingles import mix64
 
 __all__ = ["passage_keys", "winnow"]
@@ -95,7 +96,7 @@ def _winnow_numpy(flat: U64, offsets: I64, window: int) -> tuple[U64, I64]:
         # The values selected are each window's minimum (which of equal minima is the
         # rightmost changes positions, not values): the distinct minima, sorted.
         mins = np.lib.stride_tricks.sliding_window_view(x, w).min(axis=1)
-        rows.append(np.unique(mins))
+        rows.append(sorted_distinct(mins))
     new_offsets = np.zeros(offsets.shape[0], dtype=np.int64)
     np.cumsum([r.shape[0] for r in rows], out=new_offsets[1:])
     values = np.concatenate(rows) if rows else np.empty(0, dtype=np.uint64)

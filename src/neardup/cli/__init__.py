@@ -10,8 +10,14 @@ stderr (no traceback); usage errors exit 2 (click's convention); an interrupted 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
+
+# neardup works in parallel by processes; OpenBLAS's thread pool (started when numpy is
+# imported) would only add start-up CPU and oversubscribe the cores the workers use.  A
+# value the user set wins.  Set before any command imports numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import click
 

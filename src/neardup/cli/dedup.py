@@ -39,9 +39,25 @@ __all__ = ["dedup_command", "pairs_command"]
 _SIBLINGS = (".complete", ".partial", ".complete.partial")
 
 
+_Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
 def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Options shared by ``dedup`` and ``pairs``."""
+    """Options shared by ``dedup`` and ``pairs``, in the order ``--help`` lists them."""
     options = [
+        *_input_output_options(),
+        *_candidate_options(),
+        *_execution_options(),
+        *_record_options(),
+        *_work_options(),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _input_output_options() -> list[_Decorator]:
+    return [
         click.argument("input", type=click.Path(path_type=str)),
         click.option(
             "-o",
@@ -50,6 +66,12 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Path(dir_okay=False),
             help="JSON Lines output (.gz to compress); written only when complete.",
         ),
+    ]
+
+
+def _candidate_options() -> list[_Decorator]:
+    """Where candidate pairs come from (candidates only: the rule decides)."""
+    return [
         click.option(
             "--candidates",
             default=",".join(CANDIDATE_SOURCES),
@@ -77,6 +99,12 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="LSH bands (default: chosen from --lsh-threshold so few true pairs are missed).",
         ),
+    ]
+
+
+def _execution_options() -> list[_Decorator]:
+    """How the work is cut and where it runs."""
+    return [
         click.option(
             "--partition-size",
             type=int,
@@ -99,6 +127,12 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "whose workers cannot see the input files). Default: workers read their own "
             "byte ranges of plain JSON Lines input.",
         ),
+    ]
+
+
+def _record_options() -> list[_Decorator]:
+    """Which documents count, how bad lines are handled, and the input's field names."""
+    return [
         click.option(
             "--against",
             type=click.Path(path_type=str),
@@ -111,6 +145,12 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--date-field", default="date", show_default=True),
         click.option("--title-field", default="title", show_default=True),
         click.option("--source-field", default="source", show_default=True),
+    ]
+
+
+def _work_options() -> list[_Decorator]:
+    """The restartable work folder, overwriting, progress."""
+    return [
         click.option(
             "--work-dir",
             default=None,
@@ -120,9 +160,6 @@ def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         force_option,
         progress_option,
     ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
 
 
 def _fields(opts: dict[str, Any]) -> FieldNames:

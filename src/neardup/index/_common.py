@@ -34,7 +34,7 @@ import xxhash
 
 from neardup.errors import InputError, InputTypeError, NotFoundError, StoreError
 
-__all__ = ["Key", "KeyMap", "read_index_file", "write_index_file"]
+__all__ = ["Key", "KeyMap", "KeyedIndex", "read_index_file", "write_index_file"]
 
 Key = str | int
 _VERSION = 1
@@ -226,6 +226,26 @@ class KeyMap:
         if len(km.rows) != len(keys):
             raise StoreError("index file has duplicate keys")
         return km
+
+
+class KeyedIndex:
+    """Sizes and membership of an index that maps keys to rows through a :class:`KeyMap`
+    (``self._keys``)."""
+
+    _keys: KeyMap
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return self._keys.normalise(key) in self._keys.rows
+        except InputError:
+            return False
+
+    def keys(self) -> list[Key]:
+        """The indexed keys, in insertion order."""
+        return [k for k in self._keys.keys if k is not None]
 
 
 def write_index_file(

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from neardup._jit import njit
 from neardup._mix import GOLDEN, splitmix64
-from neardup.index._tables import band_head, insert_one, slot_tag
+from neardup.index._bands import band_head, insert_one, slot_tag
 
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
@@ -149,28 +149,34 @@ def _band_hits(
     rows: int,
     check: bool,
     out: I64,
+    scratch: I64,
 ) -> int:  # pragma: no cover - compiled
     """Live rows holding one of ``q``'s bands (a row once per band it holds), as
     ``row << 16 | band``, into ``out`` while there is room; how many there are.  ``check``:
     each row's band values are compared with ``q``'s (exact); else every row whose band key
     has the table's 32-bit fingerprint is taken, and the caller compares the values.
+    ``scratch``: work space of at least ``2 * bands`` values.
 
-    Every band key is computed first, then the first tag of every band is read before any
-    is looked at: independent loads issued back to back, which the processor overlaps (a
-    loop that hashes and loads in turn keeps only a few in flight, and a probe per band in
-    turn would wait for each cache miss)."""
+    In passes, each of independent loads issued back to back, which the processor overlaps
+    (a loop that hashes, loads and follows in turn keeps only a few in flight and waits for
+    each cache miss): every band key; the first tag of every band; the head of every band
+    whose first slot is used (a new document usually has none); then the chains."""
     mask = np.uint64(slots.shape[1] - 1)
-    keys = np.empty(bands, dtype=np.uint64)
-    first = np.empty(bands, dtype=np.uint8)
     for b in range(bands):
-        keys[b] = _table_key(q, b, rows)
+        scratch[b] = np.int64(_table_key(q, b, rows))
     for b in range(bands):
-        first[b] = tags[b, (keys[b] >> np.uint64(32)) & mask]
+        scratch[bands + b] = np.int64(tags[b, (np.uint64(scratch[b]) >> np.uint64(32)) & mask])
+    found = False
+    for b in range(bands):
+        if scratch[bands + b] != 0:  # else no row holds this band: the usual answer
+            head = band_head(slots, tags, b, np.uint64(scratch[b]))
+            scratch[bands + b] = head
+            found = found or head != 0
+    if not found:
+        return 0
     count = 0
     for b in range(bands):
-        if first[b] == 0:
-            continue  # the usual answer for a new document: no row holds this band
-        r = band_head(slots, tags, b, keys[b])
+        r = scratch[bands + b]
         while r != 0:
             row = r - 1
             if alive[row]:
@@ -229,12 +235,14 @@ def _query_into(
     quarter = out.shape[0] // 4
     half = 2 * quarter
     hits = out[half:]
-    n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, not exact, hits)
+    # work space of the table lookups: the output's first quarter, written only afterwards
+    scratch = out[: 2 * bands] if 2 * bands <= quarter else np.empty(2 * bands, dtype=np.int64)
+    n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, not exact, hits, scratch)
     if n == 0:
         return 0
     if n > hits.shape[0]:  # more hits than the buffer holds: scan again into room
         hits = np.empty(n, dtype=np.int64)
-        n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, not exact, hits)
+        n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, not exact, hits, scratch)
     hits = hits[:n]
     if n > 1:
         hits.sort()  # work space: sorted in place
@@ -280,7 +288,6 @@ def _query_into(
 
 @njit(cache=True)
 def _query_one(
-    q: U64,
     values: U64,
     alive: Bool,
     slots: U64,
@@ -289,12 +296,14 @@ def _query_one(
     rows: int,
     need: int,
     out: I64,
+    q: U64,
 ) -> np.int64:  # pragma: no cover - compiled
     """:func:`_query_into` (exact counts, ``bands`` from the tables) into ``out``, with the
     usual answers as one integer (no output array to read): 0 for no row,
     ``(row << 15 | count) + 1`` for one, ``-k`` for ``k`` rows (in ``out`` as
     :func:`_query_into` leaves them when ``k <= len(out) // 4``; else call it again with
-    room)."""
+    room).  The index's arrays come first and the query last, so that the caller can bind
+    them once (``functools.partial``)."""
     k = _query_into(q, values, alive, slots, tags, nxt, slots.shape[0], rows, need, True, out)
     if k == 1:
         return np.int64(((out[0] << _COUNT_BITS) | out[out.shape[0] // 4]) + 1)

@@ -2,7 +2,7 @@
 
 Both indexes map caller keys to row numbers (:class:`~neardup.index._common.KeyMap`), keep one
 ``uint64`` value per row (a fingerprint, or a MinHash signature as a row of a 2-d array), a live
-flag per row, and the row's table keys in a :class:`~neardup.index._tables.MultiTable`.
+flag per row, and the row's table keys in a :class:`~neardup.index._sorted.MultiTable`.
 :class:`RowIndex` holds that logic once: sizes, membership, the duplicate-key policy of
 add/add_many, growing the row arrays, remove, compaction, the scheme-id check, and the framing of
 save/load.  The subclasses supply what differs: how a value is validated and compared, its table
@@ -29,8 +29,8 @@ from neardup.errors import (
     SchemeMismatchError,
     StoreError,
 )
-from neardup.index._common import Key, KeyMap, write_index_file
-from neardup.index._tables import Segment
+from neardup.index._common import Key, KeyedIndex, KeyMap, write_index_file
+from neardup.index._sorted import Segment
 from neardup.sketch.base import Signature
 
 __all__ = ["RowIndex", "resolve_config"]
@@ -51,7 +51,7 @@ def resolve_config(config_type: type[C], config: C | None, params: dict[str, Any
     return config
 
 
-class RowIndex:
+class RowIndex(KeyedIndex):
     """Keys, per-row values, live flags and tables: the state common to both indexes."""
 
     #: "a Hamming index": the subject of the capacity message.
@@ -130,19 +130,6 @@ class RowIndex:
         return int(self._tables.buffer_size)
 
     # -- sizes -----------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            return self._keys.normalise(key) in self._keys.rows
-        except InputError:
-            return False
-
-    def keys(self) -> list[Key]:
-        """The indexed keys, in insertion order."""
-        return [k for k in self._keys.keys if k is not None]
 
     # -- scheme ids ------------------------------------------------------------------------
 

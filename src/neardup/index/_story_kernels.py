@@ -57,6 +57,7 @@ def scan(
     table: F32,
     asymmetric: bool,
     min_score: float,
+    best: npt.NDArray[np.float64],
     out_pos: I64,
     out_score: npt.NDArray[np.float64],
     out_dist: I64,
@@ -64,10 +65,16 @@ def scan(
     """Score rows ``[lo, hi)`` (live, and dated in ``[since, until]`` when ``check_dates``)
     against ``query``; write those scoring at least ``min_score`` to the ``out`` arrays and
     return how many.  Score: the asymmetric cosine estimate (``table``) when ``asymmetric``,
-    else ``cos(pi * d / bits)`` of the Hamming distance ``d``."""
+    else ``cos(pi * d / bits)`` of the Hamming distance ``d``.
+
+    ``best`` (a min-heap, carried from one call to the next; empty: keep every row) holds the
+    ``best.shape[0]`` highest scores written so far (``-inf`` while not full): a row scoring
+    below its smallest cannot be among that many best and is not written.  Every row of the
+    top ``best.shape[0]`` (ties included) is still written: exact."""
     words = query.shape[0]
     bits = words * 64
     scale = math.sqrt(math.pi / 2.0) / bits
+    keep = best.shape[0]
     n = 0
     for r in range(lo, hi):
         if not alive[r]:
@@ -86,9 +93,30 @@ def scan(
             score = s * scale
         else:
             score = math.cos(math.pi * d / bits)
-        if score >= min_score:
-            out_pos[n] = r
-            out_score[n] = score
-            out_dist[n] = d
-            n += 1
+        if score < min_score or (keep > 0 and score < best[0]):
+            continue
+        out_pos[n] = r
+        out_score[n] = score
+        out_dist[n] = d
+        n += 1
+        if keep > 0 and score > best[0]:
+            _replace_smallest(best, score)
     return n
+
+
+@njit(cache=True, inline="always")
+def _replace_smallest(heap: npt.NDArray[np.float64], value: float) -> None:  # pragma: no cover
+    """Replace the root (smallest) of a binary min-heap by ``value`` and sift it down."""
+    size = heap.shape[0]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= value:
+            break
+        heap[i] = heap[child]
+        i = child
+    heap[i] = value

@@ -50,7 +50,7 @@ from neardup.errors import (
 )
 from neardup.index._common import Key, read_index_file
 from neardup.index._rows import RowIndex, resolve_config
-from neardup.index._tables import (
+from neardup.index._sorted import (
     MultiTable,
     hamming_probe_all,
     hamming_probe_segment,

@@ -24,7 +24,7 @@ Guarantees:
   with a different one :class:`~neardup.errors.ConflictError`; removing an unknown key
   :class:`~neardup.errors.NotFoundError`.
 * Memory: ``8 * num_perm`` bytes per document for the signatures (needed for the scores) plus
-  about ``17-30 * bands`` for the band tables (:class:`~neardup.index._tables.BandTables`: a
+  about ``17-30 * bands`` for the band tables (:class:`~neardup.index._bands.BandTables`: a
   4-byte chain link, 1.4-2.9 slots of 8 bytes and their tag bytes per band key) and a live
   flag, in numpy arrays and a memory map; keys in a dict.
 * Deterministic: same adds, same answers, same file bytes.
@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from neardup._jit import compiled_entry
 from neardup.config import Config, check_int, check_range
 from neardup.errors import (
     ConfigError,
@@ -50,10 +51,11 @@ from neardup.errors import (
     StoreError,
 )
 from neardup.index import _lsh_kernels as kern
+from neardup.index._bands import BandTables, GrowingRows
 from neardup.index._common import Key, read_index_file
 from neardup.index._lsh_kernels import _COUNT_BITS, _COUNT_MASK, band_keys
 from neardup.index._rows import RowIndex, resolve_config
-from neardup.index._tables import BandTables, GrowingRows
+from neardup.sketch.banding import optimal_bands
 from neardup.sketch.base import Signature
 
 __all__ = ["LSHIndex", "LSHIndexConfig", "optimal_bands"]
@@ -63,32 +65,8 @@ U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
 _UINT64 = np.dtype(np.uint64)
 _MAGIC = b"NDLSHIDX"
+_CONTIGUOUS = (8,)  # strides of a contiguous 1-d uint64 array
 _FIRST_OUT = 256  # output slots of a query's first (usually only) pass: 64 candidates
-_GRID = 2001  # points of the trapezoid rule on [0, 1]
-
-
-@functools.lru_cache(maxsize=128)
-def optimal_bands(
-    threshold: float,
-    num_perm: int,
-    false_positive_weight: float = 0.5,
-    false_negative_weight: float = 0.5,
-) -> tuple[int, int]:
-    """``(bands, rows)`` minimising the weighted false positive + false negative areas.
-
-    The criterion of ``datasketch.MinHashLSH._optimal_param``; vectorised over all
-    ``(bands, rows)`` with ``bands * rows <= num_perm`` (ties: fewest bands, then rows).
-    """
-    pairs = [(b, r) for b in range(1, num_perm + 1) for r in range(1, num_perm // b + 1)]
-    b = np.array([p[0] for p in pairs], dtype=np.float64)[:, None]
-    r = np.array([p[1] for p in pairs], dtype=np.float64)[:, None]
-    lo = np.linspace(0.0, threshold, _GRID)[None, :]
-    hi = np.linspace(threshold, 1.0, _GRID)[None, :]
-    fp = np.trapezoid(1.0 - (1.0 - lo**r) ** b, lo, axis=1)
-    fn = np.trapezoid((1.0 - hi**r) ** b, hi, axis=1)
-    error = false_positive_weight * fp + false_negative_weight * fn
-    best = int(np.argmin(error))  # first minimum: pairs are ordered by bands, then rows
-    return pairs[best]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,27 +122,6 @@ class LSHIndexConfig(Config):
         )
 
 
-def compiled_entry(kernel: Any, *args: Any) -> Any:
-    """The compiled function of the numba kernel ``kernel`` for the types of ``args``,
-    callable from Python like the kernel, or the kernel itself if numba offers none.
-
-    A kernel call goes through numba's dispatcher, which works out the type of every argument
-    to pick the compiled code: about half a microsecond for eight arguments, as long as the
-    whole query of a new document.  An index's arrays keep their types for its life, so the
-    single-call paths pick the code once.  The caller must only ever pass arguments of the
-    same types (C-contiguous arrays of the same dtypes and dimensions, integers): the
-    compiled code does not check them."""
-    try:
-        from numba import typeof
-
-        dispatcher = kernel.dispatcher() if hasattr(kernel, "dispatcher") else kernel
-        signature = tuple(typeof(a) for a in args)  # type: ignore[no-untyped-call]
-        dispatcher.compile(signature)
-        return dispatcher.overloads[signature].entry_point
-    except (AttributeError, KeyError, TypeError):  # another numba: the dispatcher works
-        return kernel
-
-
 def _rank(item: tuple[Key, float]) -> tuple[float, Key]:
     """Order of a query's results: best score first, then key."""
     return -item[1], item[0]
@@ -192,7 +149,9 @@ class LSHIndex(RowIndex):
         self._num_perm = config.num_perm
         self._pending: list[U64] = []  # values of the last rows added, not stored yet
         self._hold = config.buffer_size
-        self._query_call: Any = None  # see _bind_query_call
+        self._query_entry: Any = None  # compiled code of the single query (see _bind_query)
+        self._bound: Any = None  # that code with this index's arrays bound
+        self._query_shape = (config.num_perm,)
         self._rows_store = GrowingRows()
         self._spare_out: I64 | None = np.empty(_FIRST_OUT, dtype=np.int64)  # see query
         self._init_rows(BandTables(self.bands), (config.num_perm,))
@@ -204,12 +163,15 @@ class LSHIndex(RowIndex):
         state = self.__dict__.copy()
         values = np.zeros(self._values.shape, dtype=np.uint64)
         values[: self._nrows] = self._values[: self._nrows]
-        state.update(_values=values, _rows_store=None, _query_call=None)
+        state.update(_values=values, _rows_store=None, _query_entry=None, _bound=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.pop("_query_call", None)  # the compiled-code handle of older pickles
         self.__dict__.update(state)
         self._rows_store = GrowingRows()
+        self._query_entry = self._bound = None
+        self._query_shape = (self.config.num_perm,)
 
     @property
     def nbytes(self) -> int:
@@ -234,17 +196,25 @@ class LSHIndex(RowIndex):
             return
         tables = self._tables
         start, end = int(rows[0]), int(rows[-1]) + 1
-        tables.reserve(rows.shape[0], end)
+        self._reserve_tables(rows.shape[0], end)
         tables.used = kern._add_block(
             np.ascontiguousarray(values), start, self._values, self._alive, tables.slots,
             tables.tags, tables.next, tables.band_used, self.bands, self.rows,
         )  # fmt: skip
+
+    def _reserve_tables(self, keys: int, rows: int) -> None:
+        """:meth:`BandTables.reserve`, forgetting the bound arrays when they grow."""
+        tables = self._tables
+        if tables.used + keys > tables.limit or rows > tables.next.shape[0]:
+            self._unbind()
+            tables.reserve(keys, rows)
 
     def _compact_tables(self, renumber: npt.NDArray[np.int64]) -> None:
         """Nothing before the values move: :meth:`_rebuild_tables` hashes them again."""
 
     def _rebuild_tables(self) -> None:
         n = self._nrows
+        self._unbind()
         self._tables.clear(n)
         if n:
             self._insert_tables(self._values[:n], np.arange(n, dtype=np.uint32))
@@ -360,7 +330,7 @@ class LSHIndex(RowIndex):
             self._insert_one(pending[0], start)
             return
         tables = self._tables
-        tables.reserve(len(pending), self._nrows)
+        self._reserve_tables(len(pending), self._nrows)
         tables.used = kern._add_block(
             np.array(pending), start, self._values, self._alive, tables.slots, tables.tags,
             tables.next, tables.band_used, self.bands, self.rows,
@@ -373,6 +343,7 @@ class LSHIndex(RowIndex):
         cap = self._values.shape[0]
         if rows <= cap:
             return
+        self._unbind()
         cap = max(rows, 2 * cap)
         n, width = self._nrows, self._values.shape[1]
         store = self._rows_store
@@ -389,7 +360,7 @@ class LSHIndex(RowIndex):
         """Store ``values`` as live row ``row`` and insert its band keys (one compiled call)."""
         tables = self._tables
         if tables.used >= tables.limit or row >= tables.next.shape[0]:
-            tables.reserve(1, row + 1)
+            self._reserve_tables(1, row + 1)
         tables.used = kern._add_one(
             values, self._values, self._alive, row, tables.slots, tables.tags, tables.next,
             tables.band_used, self.bands, self.rows,
@@ -445,66 +416,127 @@ class LSHIndex(RowIndex):
 
         ``min_score`` drops candidates whose estimate is lower; ``limit`` keeps the best ones.
         """
+        # The usual query (a contiguous uint64 signature of the index's scheme and length, no
+        # options) costs one compiled call with the index's arrays bound already: the checks
+        # here are the ones that code needs (it checks no types), the general path the rest.
+        if type(signature) is Signature and not min_score and limit is None:
+            if self._pending:
+                self._flush()
+            bound = self._bound
+            q = signature.values
+            if (
+                bound is not None
+                and q.dtype == _UINT64
+                and q.strides == _CONTIGUOUS
+                and q.shape == self._query_shape
+                and signature.scheme_id == self.scheme_id
+            ):
+                # An output buffer of this call's own: taken from the index (another
+                # thread's query finds none and takes the general path) and given back.
+                out = self._spare_out
+                self._spare_out = None
+                if out is not None:
+                    code = bound(out, q)
+                    if code >= 0:  # no row or one: the answer is the code (out unread)
+                        self._spare_out = out
+                        if code == 0:
+                            return []  # the usual answer for a new document
+                        code -= 1
+                        return [
+                            (
+                                self._keys.keys[code >> _COUNT_BITS],
+                                (code & _COUNT_MASK) / self._num_perm,
+                            )
+                        ]  # type: ignore[list-item]
+                    return self._answer(q, out, code, 0, None)
+        return self._query_general(signature, min_score, limit)
+
+    def _query_general(
+        self, signature: Signature, min_score: float, limit: int | None
+    ) -> list[tuple[Key, float]]:
+        """:meth:`query` of any input: every check, then the compiled call."""
         if limit is not None:
             check_int("limit", limit, low=1)
-        call = kern._query_one
-        if type(signature) is Signature and signature.scheme_id == self.scheme_id:
-            q = signature.values  # the usual valid query (else the full checks below)
-            if q.shape[0] != self._num_perm or q.dtype != _UINT64:
-                q = self._signature(signature, [])
-            elif q.strides[0] == _UINT64.itemsize:  # contiguous: the compiled code directly
-                call = self._query_call or self._bind_query_call(q)
+        values = signature.values if type(signature) is Signature else None
+        if (
+            values is not None
+            and signature.scheme_id == self.scheme_id
+            and values.ndim == 1
+            and values.shape[0] == self._num_perm
+            and values.dtype == _UINT64
+        ):
+            q = values
         else:
             q = self._signature(signature, [])
         need = 0
         if min_score:
             check_range("min_score", min_score, low=0.0, high=1.0)
             need = _min_equal(self._num_perm, float(min_score))
-        if self._pending:
-            self._flush()
-        tables = self._tables
-        # An output buffer of this call's own: taken from the index (another thread's query
-        # finds none and makes one) and given back.
+        q = np.ascontiguousarray(q)
+        self._flush()
         out = self._spare_out
         self._spare_out = None
         if out is None:
             out = np.empty(_FIRST_OUT, dtype=np.int64)
-        code = call(
-            q, self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows,
-            need, out,
-        )  # fmt: skip
-        if code >= 0:
+        call = self._bound or self._bind_query()
+        code = self._call(need, out, q) if need else call(out, q)
+        return self._answer(q, out, code, need, limit)
+
+    def _answer(
+        self, q: U64, out: I64, code: int, need: int, limit: int | None
+    ) -> list[tuple[Key, float]]:
+        """The ranked answer of a single-query kernel's ``code`` (``out`` its buffer, given
+        back to the index once read)."""
+        if code == 0:
             self._spare_out = out
-            if code == 0:
-                return []  # the usual answer for a new document
-            code -= 1
-            key = self._keys.keys[code >> _COUNT_BITS]
-            return [(key, (code & _COUNT_MASK) / self._num_perm)]  # type: ignore[list-item]
+            return []  # the usual answer for a new document
         num_perm = self._num_perm
         keys = self._keys.keys
+        if code > 0:
+            self._spare_out = out
+            code -= 1
+            return [(keys[code >> _COUNT_BITS], (code & _COUNT_MASK) / num_perm)]  # type: ignore[list-item]
         if -code <= _FIRST_OUT // 4:
-            rows, counts = (
-                out[:-code].tolist(),
-                out[_FIRST_OUT // 4 : _FIRST_OUT // 4 - code].tolist(),
-            )
+            quarter = _FIRST_OUT // 4
+            rows, counts = out[:-code].tolist(), out[quarter : quarter - code].tolist()
             self._spare_out = out
         else:
+            self._spare_out = out
             found, equal = self._rows_of(q, need, True)
             rows, counts = found.tolist(), equal.tolist()
-        ranked = sorted((-c, keys[r]) for c, r in zip(counts, rows, strict=True))
+        ranked = sorted(zip([-c for c in counts], [keys[r] for r in rows], strict=True))
         result = [(k, -c / num_perm) for c, k in ranked]
         return result[:limit] if limit is not None else result  # type: ignore[misc]
 
-    def _bind_query_call(self, q: U64) -> Any:
-        """The compiled code of the single-query kernel for a contiguous query ``q`` and this
-        index's arrays (whose types never change), kept for the next queries."""
+    def _call(self, need: int, out: I64, q: U64) -> int:
+        """The single-query kernel with a ``need`` (``min_score``) on this index's arrays."""
+        tables = self._tables
+        return int(
+            kern._query_one(
+                self._values, self._alive, tables.slots, tables.tags, tables.next, self.rows,
+                need, out, q,
+            )
+        )  # fmt: skip
+
+    def _bind_query(self) -> Any:
+        """The single-query kernel's compiled code with this index's arrays and ``need = 0``
+        bound, called as ``bound(out, q)`` with a C-contiguous uint64 query of ``num_perm``
+        values and an int64 output buffer of ``_FIRST_OUT`` values (the compiled code does
+        not check the types: callers do).  Kept until the arrays change (:meth:`_unbind`)."""
         self._flush()
         tables = self._tables
-        self._query_call = compiled_entry(
-            kern._query_one, q, self._values, self._alive, tables.slots, tables.tags, tables.next,
-            self.rows, 0, np.empty(_FIRST_OUT, dtype=np.int64),
-        )  # fmt: skip
-        return self._query_call
+        arrays = (self._values, self._alive, tables.slots, tables.tags, tables.next)
+        if self._query_entry is None:
+            self._query_entry = compiled_entry(
+                kern._query_one, *arrays, self.rows, 0, np.empty(_FIRST_OUT, dtype=np.int64),
+                np.empty(self._num_perm, dtype=np.uint64),
+            )  # fmt: skip
+        self._bound = functools.partial(self._query_entry, *arrays, self.rows, 0)
+        return self._bound
+
+    def _unbind(self) -> None:
+        """Forget the bound arrays (before any of them is replaced or grown)."""
+        self._bound = None
 
     def query_keys(self, signature: Signature, min_score: float = 0.0) -> list[Key]:
         """The keys of :meth:`query` (same ``min_score``), unranked and in no promised order:

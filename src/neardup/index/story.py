@@ -29,7 +29,10 @@ Guarantees:
 * **Memory**: ``bits / 8 + 26`` bytes per article in numpy arrays (fingerprint, date, id,
   live flag, position) plus the caller keys in a dict.
 * **Cost**: a query scans the rows of its window: ``O(rows in window * bits / 8)`` table
-  lookups (about 1 ns each), plus the buffer.  Adding in date order is amortised ``O(1)``;
+  lookups (about 1 ns each), plus the buffer; with ``k``, the scan keeps the ``k`` best
+  scores seen so far and writes out only rows that reach them (about ``k ln(n / k)`` of the
+  window's ``n`` when scores come in random order), so the result's sort is over those rows,
+  not the window.  Adding in date order is amortised ``O(1)``;
   an out-of-order add costs a share of an ``O(n)`` merge every ``buffer_size`` such adds.
 * **Persistence**: :meth:`StoryIndex.save` / :meth:`StoryIndex.load` in the checksummed
   format of :mod:`neardup.index._common` (magic ``NDSTYIDX``).
@@ -55,7 +58,7 @@ from neardup.errors import (
     SchemeMismatchError,
     StoreError,
 )
-from neardup.index._common import Key, KeyMap, read_index_file, write_index_file
+from neardup.index._common import Key, KeyedIndex, KeyMap, read_index_file, write_index_file
 from neardup.index._rows import resolve_config
 from neardup.records import epoch_us
 from neardup.sketch.base import Signature
@@ -166,7 +169,7 @@ class _Run:
         return int(self.fps.nbytes + self.dates.nbytes + self.ids.nbytes + self.alive.nbytes)
 
 
-class StoryIndex:
+class StoryIndex(KeyedIndex):
     """Exact k-nearest stories within a time window, with add, remove, save and load.
 
     >>> from neardup.sketch.story import story_vector, StoryVectorConfig
@@ -192,19 +195,6 @@ class StoryIndex:
         self.scheme_id: str | None = None
 
     # -- sizes -----------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            return self._keys.normalise(key) in self._keys.rows
-        except InputError:
-            return False
-
-    def keys(self) -> list[Key]:
-        """The indexed keys, in insertion order."""
-        return [k for k in self._keys.keys if k is not None]
 
     @property
     def nbytes(self) -> int:
@@ -365,14 +355,14 @@ class StoryIndex:
         if lo_us is not None and hi_us is not None and hi_us < lo_us:
             raise ConfigError(f"empty window: until ({until}) is before since ({since})")
         excluded = {self._keys.normalise(x) for x in exclude}
-        pos, score, dist, codes = self._scan(fp, vector, lo_us, hi_us, min_similarity)
+        want = None if k is None else k + len(excluded)
+        pos, score, dist, codes = self._scan(fp, vector, lo_us, hi_us, min_similarity, want)
         ids = np.empty(pos.shape[0], dtype=np.int64)
         dates = np.empty(pos.shape[0], dtype=np.int64)
         for code, run in enumerate(self._runs):
             sel = codes == code
             ids[sel] = run.ids[pos[sel]]
             dates[sel] = run.dates[pos[sel]]
-        want = None if k is None else k + len(excluded)
         if want is not None and want < ids.shape[0]:
             # Top ``want`` by (score desc, id asc): partition on score, keep the ties.
             cut = np.partition(-score, want - 1)[want - 1]
@@ -437,7 +427,11 @@ class StoryIndex:
         lo_us: int | None,
         hi_us: int | None,
         min_similarity: float,
+        want: int | None = None,
     ) -> tuple[I64, npt.NDArray[np.float64], I64, npt.NDArray[np.int8]]:
+        """Positions, scores, distances and run codes of the rows of the window scoring at
+        least ``min_similarity``; with ``want``, only a superset of the ``want`` best (every
+        row of them, ties included) rather than all."""
         from neardup.index import _story_kernels as kern
 
         asymmetric = vector is not None
@@ -447,6 +441,8 @@ class StoryIndex:
             table = np.zeros((1, 256), dtype=np.float32)
         since = _I64_MIN if lo_us is None else lo_us
         until = _I64_MAX if hi_us is None else hi_us
+        # The running smallest of the best ``want`` scores, shared by the spans scanned.
+        best = np.full(want if want else 0, -np.inf, dtype=np.float64)
         parts = []
         main = self._main
         dates = main.dates[: main.n]
@@ -473,6 +469,7 @@ class StoryIndex:
                 table,
                 asymmetric,
                 min_similarity,
+                best,
                 out_pos,
                 out_score,
                 out_dist,

@@ -20,6 +20,8 @@ from neardup._jit import njit
 __all__ = [
     "ROW_HEADER",
     "direction",
+    "direction_numpy",
+    "merge_count_numpy",
     "merge_count_sorted",
     "pair_counts",
     "pair_counts_rows",
@@ -27,6 +29,7 @@ __all__ = [
     "screen_counts",
     "screen_rows",
     "weighted_dot",
+    "weighted_dot_numpy",
 ]
 
 _FURNITURE = 1
@@ -375,3 +378,58 @@ def pair_counts_rows(
         values[j, 0] = coverage_of(fa, pa, ta, na)
         values[j, 1] = coverage_of(fb, pb, tb, nb)
     return out, values
+
+
+# --- numpy twins (the same features without numba, for work too small to pay its load) ----
+
+
+def _found_in(values: Any, sorted_set: Any) -> Any:
+    """Per value: whether it is in ``sorted_set`` (sorted, distinct)."""
+    if sorted_set.shape[0] == 0:
+        return np.zeros(values.shape[0], dtype=np.bool_)
+    at = np.searchsorted(sorted_set, values)
+    at[at == sorted_set.shape[0]] = 0
+    found: Any = sorted_set[at] == values
+    return found
+
+
+def direction_numpy(x_shingles: Any, x_flags: Any, y_set: Any, width: int) -> Any:
+    """:func:`direction` by whole-array numpy operations (tested equal)."""
+    m = x_shingles.shape[0]
+    n = x_flags.shape[0]
+    span = min(width, n)
+    last = np.full(n, -1, dtype=np.int64)
+    hit = _found_in(x_shingles, y_set)
+    k = min(m, n)
+    last[:k] = np.where(hit[:k], np.arange(k, dtype=np.int64), -1)
+    np.maximum.accumulate(last, out=last)
+    found = (last >= 0) & (np.arange(n, dtype=np.int64) - last < span)
+    prose = (x_flags & _FURNITURE) == 0
+    counted = found[prose & ((x_flags & _QUOTED) == 0)]
+    # The longest run of True in ``counted``: between consecutive False positions.
+    breaks = np.flatnonzero(~counted)
+    edges = np.concatenate(([-1], breaks, [counted.shape[0]]))
+    best = int(np.max(np.diff(edges)) - 1) if edges.shape[0] > 1 else 0
+    return (
+        int(np.count_nonzero(found & prose)),
+        int(np.count_nonzero(prose)),
+        int(np.count_nonzero(found)),
+        n,
+        best,
+    )
+
+
+def merge_count_numpy(a: Any, b: Any) -> int:
+    """:func:`merge_count_sorted` by binary search (tested equal)."""
+    small, large = (a, b) if a.shape[0] <= b.shape[0] else (b, a)
+    return int(np.count_nonzero(_found_in(small, large)))
+
+
+def weighted_dot_numpy(a: Any, wa: Any, b: Any, wb: Any) -> int:
+    """:func:`weighted_dot` by binary search (tested equal)."""
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return 0
+    at = np.searchsorted(b, a)
+    at[at == b.shape[0]] = 0
+    equal = b[at] == a
+    return int(np.dot(wa[equal].astype(np.int64), wb[at[equal]].astype(np.int64)))

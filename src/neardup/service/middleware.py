@@ -25,6 +25,7 @@ __all__ = [
     "Scope",
     "Send",
     "refuse",
+    "replaying",
     "token_error",
 ]
 
@@ -110,16 +111,7 @@ class RequestGate:
             if body is None:
                 return
             held = len(body)
-            sent = False
-
-            async def replay() -> Message:
-                nonlocal sent
-                if not sent:
-                    sent = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-                return await receive()
-
-            await self.app(scope, replay, send)
+            await self.app(scope, replaying(body, receive), send)
         finally:
             self.pending -= held
 
@@ -244,3 +236,18 @@ class RequestMetrics:
             route = scope.get("route")
             template = getattr(route, "path", None) or "<unmatched>"
             self.metrics.observe(scope["method"], template, status, time.perf_counter() - start)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the app ``body`` (already read by a middleware) as one
+    message, then whatever ``receive`` gives (a disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup._jit import compiled_worthwhile
+from neardup._kernels import sorted_distinct
 from neardup.config import Config, check_int
 from neardup.errors import ConfigError
 from neardup.shingles import (
@@ -150,14 +150,7 @@ def shingle_hashes(text: str, config: ShingleSetConfig | None = None) -> U64:
     cfg = config or ShingleSetConfig()
     tokens = token_hashes(ensure_text(text), cfg.text, TOKEN_SEED)
     shingles = word_shingles(tokens, cfg.width)
-    if not compiled_worthwhile(10_000 + 50 * shingles.shape[0]):
-        ordered = np.sort(shingles)  # np.unique, without importing numpy.ma (it does)
-        keep = np.ones(ordered.shape[0], dtype=bool)
-        keep[1:] = ordered[1:] != ordered[:-1]
-        return ordered[keep]
-    from neardup import _kernels  # compiled np.unique (tested equal)
-
-    return _kernels.sorted_distinct(shingles)
+    return sorted_distinct(shingles)
 
 
 def spotsig_hashes(text: str, config: SpotSigsConfig | None = None) -> U64:

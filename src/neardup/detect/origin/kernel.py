@@ -23,6 +23,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from neardup.detect.origin.buckets import add_scores, probe_insert
 from neardup.detect.origin.estimate import (
     _top_two,
     estimate,
@@ -30,13 +31,10 @@ from neardup.detect.origin.estimate import (
     fill_between,
 )
 from neardup.detect.origin.evict import LUCKY, lucky_bonus
-from neardup.detect.origin.table import _add_scores, _probe_insert
 
 __all__ = ["bucket_document", "conclude", "origins_and_cuts", "probe_facts"]
 
 U8 = npt.NDArray[np.uint8]
-U16 = npt.NDArray[np.uint16]
-U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 BOOL = npt.NDArray[np.bool_]
@@ -223,7 +221,7 @@ def bucket_document(
     f_next = np.zeros(m, dtype=np.uint8)
     f_lost = np.full(m, lost.shape[0] == 0, dtype=np.bool_)
     evicted = np.empty(m, dtype=np.int64)
-    nev, ins, drop = _probe_insert(
+    nev, ins, drop = probe_insert(
         fps, own, nbuckets, bsize, tag_hi, tag_lo, origin_t, offset_t, prev_t, next_t, score,
         fill, loose, lost, rng, policy, saturated, limit, found, f_origin, f_off, f_prev,
         f_next, f_lost, evicted, insert, is_anchor, offs, pb, nb, readonly,
@@ -237,5 +235,5 @@ def bucket_document(
         af = np.empty(a, dtype=np.uint64)
         for r in range(a):
             af[r] = fps[anchors[r]]
-        _add_scores(af, bonus, nbuckets, bsize, tag_hi, tag_lo, score, fill, limit)
+        add_scores(af, bonus, nbuckets, bsize, tag_hi, tag_lo, score, fill, limit)
     return est, marked, tok, found, evicted[:nev], ins, drop, best, best_count, second, distinct

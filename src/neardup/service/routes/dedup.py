@@ -21,7 +21,7 @@ from neardup.errors import InputError, InputTooLargeError
 from neardup.records import check_id, shown
 from neardup.service.bodies import check_text_limits, model_body
 from neardup.service.context import ServiceContext
-from neardup.service.middleware import ASGIApp, Message, Receive, Scope, Send
+from neardup.service.middleware import ASGIApp, Receive, Scope, Send, replaying
 from neardup.service.models import DedupIn, DedupItem, body_schema
 from neardup.service.runner import LIGHT_BODY_BYTES
 from neardup.service.settings import ServiceSettings
@@ -68,16 +68,7 @@ class DedupFastPath:
         body = b"".join(chunks)
         payload = self.answer(body) if len(body) <= FAST_PATH_BYTES else None
         if payload is None:
-            sent = False
-
-            async def replay() -> Message:
-                nonlocal sent
-                if not sent:
-                    sent = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-                return await receive()
-
-            await self.app(scope, replay, send)
+            await self.app(scope, replaying(body, receive), send)
             return
         scope["route"] = self.route
         await send(

@@ -60,8 +60,10 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
    passages do not already explain the hull as a copy (a summary condenses, so it maps to
    a source span ``summary_copy_ratio`` times longer or more; a copy maps about one to one).
 
-Terms are the 64-bit hashes of the text stage's forms (:func:`neardup.shingles.hash_forms`);
-ASCII texts take the compiled token path (:mod:`neardup.similarity.spans`).
+Terms are the 64-bit hashes of the text stage's forms (:func:`neardup.shingles.hash_forms`),
+from one compiled scan of the text (:mod:`neardup.similarity.spans`).  A prepared text and
+the pair model are arrays (each unit's tokens and distinct terms as ragged runs), so the
+steps run as array operations, not per-token Python.
 
 Guarantees: pure and deterministic (terms are seeded 64-bit hashes, the same in every process;
 every sort has a total key); approximate in the sense of the paper (a heuristic aligner, its
@@ -73,9 +75,7 @@ block size beyond the sparse unit vectors, which are linear in the texts); texts
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,7 +83,6 @@ import numpy as np
 
 from neardup.config import check_range
 from neardup.errors import ConfigError, InputTooLargeError
-from neardup.shingles import hash_forms
 from neardup.similarity.alignment.extend import _filter
 from neardup.similarity.alignment.model import _extend, _PairModel
 from neardup.similarity.alignment.records import (
@@ -94,7 +93,7 @@ from neardup.similarity.alignment.records import (
     _FloatArray,
 )
 from neardup.similarity.spans import document_tokens
-from neardup.text import TextConfig, ensure_text, sentence_spans, tokenize
+from neardup.text import ensure_text, sentence_spans
 
 __all__ = [
     "AlignedPassage",
@@ -111,30 +110,6 @@ __all__ = [
 ]
 
 
-def _hashed_tokens(text: str, config: TextConfig) -> tuple[list[int], list[int], list[int]]:
-    """Hashed forms and spans of ``text``'s tokens under ``config``: ASCII text through the
-    compiled scanner (:func:`~neardup.similarity.spans.document_tokens` with stop words
-    kept, then dropped by their lower-cased text, which for ASCII is their normalised
-    form), other text through :func:`~neardup.text.tokenize`.  Equal either way (tested)."""
-    keep = dataclasses.replace(config, drop_stop_words=False)
-    if text.isascii():
-        got = document_tokens(text, keep, 0)
-        hashes, starts, ends = got.hashes.tolist(), got.starts.tolist(), got.ends.tolist()
-        if not config.drop_stop_words:
-            return hashes, starts, ends
-        low = text.lower()
-        stops = config.effective_stop_words
-        kept = [
-            k for k, (a, b) in enumerate(zip(starts, ends, strict=True)) if low[a:b] not in stops
-        ]
-        return [hashes[k] for k in kept], [starts[k] for k in kept], [ends[k] for k in kept]
-    toks = tokenize(text, config)
-    # each distinct form hashed once (a text repeats most of its words)
-    distinct = list(dict.fromkeys(toks.forms))
-    hashed = dict(zip(distinct, hash_forms(distinct, 0).tolist(), strict=True))
-    return [hashed[f] for f in toks.forms], list(toks.starts), list(toks.ends)
-
-
 def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedText:
     """Units of ``text`` (step 1): sentences joined until each has ``min_sentence_words``
     tokens; a trailing short unit joins the previous one.  Units without tokens are dropped.
@@ -148,37 +123,81 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
         raise InputTooLargeError(
             f"text has {len(text)} characters, more than max_text_chars={cfg.max_text_chars}"
         )
-    spans: list[tuple[int, int]] = []
-    units: list[UnitTokens] = []
-    pending: tuple[int, UnitTokens] | None = None  # start and tokens of a short unit so far
     # Tokenise once and hand each sentence the tokens that start inside it: tokens never
     # cross a sentence boundary (boundaries are punctuation or white space), so this equals
     # tokenising each sentence on its own (tested), at a fraction of the calls.
-    forms, starts, ends = _hashed_tokens(text, cfg.text)
-    for start, end in sentence_spans(text):
-        lo, hi = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
-        toks = UnitTokens(tuple(forms[lo:hi]), tuple(starts[lo:hi]), tuple(ends[lo:hi]))
+    toks = document_tokens(text, cfg.text, 0)
+    sents = np.asarray(sentence_spans(text), dtype=np.int64).reshape(-1, 2)
+    lo = np.searchsorted(toks.starts, sents[:, 0])
+    hi = np.searchsorted(toks.starts, sents[:, 1])
+    bounds, first, last = _units(sents.tolist(), (hi - lo).tolist(), cfg.min_sentence_words, text)
+    forms, starts, ends = toks.hashes, toks.starts, toks.ends
+    if int((hi - lo).sum()) < len(toks):  # keep only the tokens inside some sentence
+        inside = np.zeros(len(toks) + 1, dtype=np.int64)
+        np.add.at(inside, lo, 1)
+        np.add.at(inside, hi, -1)
+        keep = np.cumsum(inside[:-1]) > 0
+        rank = np.concatenate(([0], np.cumsum(keep)))
+        lo, hi = rank[lo], rank[hi]
+        forms, starts, ends = forms[keep], starts[keep], ends[keep]
+    # a unit is a run of whole sentences: its tokens run from its first sentence's first
+    # token to its last sentence's last
+    ptr = np.zeros(len(first) + 1, dtype=np.int64)
+    ptr[1:] = hi[last]
+    ptr[:-1] = lo[first]
+    term_ptr, term_ids, term_counts = _unit_terms(forms, ptr)
+    return PreparedText(
+        len(text), bounds, ptr, forms, starts, ends, term_ptr, term_ids, term_counts, text
+    )
+
+
+def _units(
+    sents: list[list[int]], sizes: list[int], min_words: int, text: str
+) -> tuple[np.ndarray[Any, np.dtype[np.int64]], list[int], list[int]]:
+    """The units' character spans (one row ``start, end`` a unit) and the first and the last
+    sentence of each: sentences joined until each has ``min_words`` tokens, a short tail
+    joined to the unit before it."""
+    bounds: list[tuple[int, int]] = []
+    first: list[int] = []
+    last: list[int] = []
+    pending: tuple[int, int, int] | None = None  # start, first sentence, tokens of a short unit
+    for k, ((start, end), size) in enumerate(zip(sents, sizes, strict=True)):
+        head = k
         if pending is not None:
-            start, toks = pending[0], _joined(pending[1], toks)
+            start, head, size = pending[0], pending[1], pending[2] + size
             pending = None
-        if len(toks) < cfg.min_sentence_words:
-            pending = (start, toks)
+        if size < min_words:
+            pending = (start, head, size)
             continue
-        spans.append((start, end))
-        units.append(toks)
-    if pending is not None and len(pending[1]):
-        if spans:  # a short tail joins the unit before it
-            spans[-1] = (spans[-1][0], len(text.rstrip()))
-            units[-1] = _joined(units[-1], pending[1])
+        bounds.append((start, end))
+        first.append(head)
+        last.append(k)
+    if pending is not None and pending[2]:
+        tail = len(text.rstrip())
+        if bounds:  # a short tail joins the unit before it
+            bounds[-1] = (bounds[-1][0], tail)
+            last[-1] = len(sents) - 1
         else:
-            spans.append((pending[0], len(text.rstrip())))
-            units.append(pending[1])
-    terms = tuple(Counter(u.forms) for u in units)
-    return PreparedText(len(text), tuple(spans), terms, tuple(units), text)
+            bounds.append((pending[0], tail))
+            first.append(pending[1])
+            last.append(len(sents) - 1)
+    return np.array(bounds, dtype=np.int64).reshape(-1, 2), first, last
 
 
-def _joined(a: UnitTokens, b: UnitTokens) -> UnitTokens:
-    return UnitTokens(a.forms + b.forms, a.starts + b.starts, a.ends + b.ends)
+def _unit_terms(
+    forms: np.ndarray[Any, np.dtype[np.uint64]], ptr: np.ndarray[Any, np.dtype[np.int64]]
+) -> tuple[np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.uint64]], _FloatArray]:
+    """Each unit's distinct terms (ascending) and their counts, as one ragged run."""
+    n_units = len(ptr) - 1
+    distinct, local = np.unique(forms, return_inverse=True)  # ascending hashes
+    unit = np.repeat(np.arange(n_units, dtype=np.int64), np.diff(ptr))
+    keys, counts = np.unique(unit * len(distinct) + local, return_counts=True)
+    term_ptr = np.searchsorted(keys, np.arange(n_units + 1, dtype=np.int64) * len(distinct))
+    return (
+        term_ptr.astype(np.int64),
+        distinct[keys % max(1, len(distinct))],
+        counts.astype(np.float64),
+    )
 
 
 def align_passages(
@@ -313,21 +332,13 @@ def _summary(passages: list[AlignedPassage], source_length: int) -> AlignedPassa
 
 
 def _tokens_in(side: PreparedText, start: int, end: int) -> tuple[list[int], list[int], list[int]]:
-    """Forms and spans of the tokens of ``side`` lying inside ``[start, end)``."""
-    lo = bisect.bisect_right([s for s, _ in side.spans], start) - 1
-    forms: list[int] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for k in range(max(lo, 0), len(side.spans)):
-        if side.spans[k][0] >= end:
-            break
-        toks = side.tokens[k]
-        for f, a, b in zip(toks.forms, toks.starts, toks.ends, strict=True):
-            if a >= start and b <= end:
-                forms.append(f)
-                starts.append(a)
-                ends.append(b)
-    return forms, starts, ends
+    """Forms and spans of the tokens of ``side`` lying inside ``[start, end)`` (tokens are
+    disjoint and in text order, so their starts and their ends both ascend)."""
+    i = int(np.searchsorted(side.starts, start, side="left"))
+    j = int(np.searchsorted(side.ends, end, side="right"))
+    if j <= i:
+        return [], [], []
+    return side.forms[i:j].tolist(), side.starts[i:j].tolist(), side.ends[i:j].tolist()
 
 
 def common_runs(a: Sequence[int], b: Sequence[int], min_tokens: int) -> list[tuple[int, int, int]]:

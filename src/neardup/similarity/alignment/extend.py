@@ -66,7 +66,7 @@ def _bounds(
     to the first / last token starting / ending a word n-gram found in the other side's span
     (copied passages rarely start and end at sentence boundaries).  A unit without such an
     n-gram is kept whole."""
-    start, end = side.spans[rng[0]][0], side.spans[rng[1]][1]
+    start, end = int(side.bounds[rng[0], 0]), int(side.bounds[rng[1], 1])
     if ngram <= 0:
         return start, end
     forms, starts, ends, first_len, last_from = _range_tokens(side, rng)
@@ -115,14 +115,13 @@ def _range_tokens(
 ) -> tuple[list[int], list[int], list[int], int, int]:
     """Tokens of units ``rng`` concatenated, the first unit's token count and the index where
     the last unit's tokens begin."""
-    forms: list[int] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for k in range(rng[0], rng[1] + 1):
-        toks = side.tokens[k]
-        forms.extend(toks.forms)
-        starts.extend(toks.starts)
-        ends.extend(toks.ends)
-    first_len = len(side.tokens[rng[0]])
-    last_from = len(forms) - len(side.tokens[rng[1]])
-    return forms, starts, ends, first_len, last_from
+    a, b = int(side.ptr[rng[0]]), int(side.ptr[rng[1] + 1])
+    first_len = int(side.ptr[rng[0] + 1]) - a
+    last_from = int(side.ptr[rng[1]]) - a
+    return (
+        side.forms[a:b].tolist(),
+        side.starts[a:b].tolist(),
+        side.ends[a:b].tolist(),
+        first_len,
+        last_from,
+    )

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
-from collections import Counter
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -19,31 +16,70 @@ from neardup.similarity.alignment.records import AlignmentConfig, PreparedText, 
 _BLOCK_ROWS = 256
 
 
+class _Side(NamedTuple):
+    """One side's unit vectors as a ragged run (CSR): unit ``k``'s entries are
+    ``[ptr[k], ptr[k + 1])``, each a pair-vocabulary term id and its tf-isf weight; with each
+    unit's norm and number of distinct terms."""
+
+    ptr: np.ndarray[Any, np.dtype[np.int64]]
+    ids: np.ndarray[Any, np.dtype[np.int64]]
+    vals: _FloatArray
+    norms: _FloatArray
+    sizes: _FloatArray
+
+
+def _side(text: PreparedText, ids: np.ndarray[Any, np.dtype[np.int64]], isf: _FloatArray) -> _Side:
+    vals = text.term_counts * isf[ids]
+    n = len(text)
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(text.term_ptr))
+    norms = np.sqrt(np.bincount(rows, weights=vals * vals, minlength=n))
+    sizes = np.diff(text.term_ptr).astype(np.float64)
+    return _Side(text.term_ptr, ids, vals, norms, sizes)
+
+
 class _PairModel:
     """tf-isf vectors of the units of one (suspicious, source) pair, isf over both sides."""
 
     def __init__(self, susp: PreparedText, src: PreparedText) -> None:
         self.susp, self.src = susp, src
-        df = Counter(itertools.chain.from_iterable(c.keys() for c in (*susp.terms, *src.terms)))
+        both = np.concatenate((susp.term_ids, src.term_ids))
+        vocab, inverse = np.unique(both, return_inverse=True)
+        self.vocab = len(vocab)
+        # sf(t): units holding t (a unit lists each of its terms once)
+        sf = np.bincount(inverse, minlength=self.vocab).astype(np.float64)
         n_units = len(susp) + len(src)
         # isf(t) = log(N / sf(t)); a term in every unit weighs 0 (it tells nothing apart).
-        logs = {f: math.log(n_units / f) for f in set(df.values())}
-        self.isf = {t: logs[f] for t, f in df.items()}
-        self.susp_vecs = [self._weights(c) for c in susp.terms]
-        self.src_vecs = [self._weights(c) for c in src.terms]
-        self._unit_cache: dict[tuple[int, int], dict[int, float]] = {}
+        isf = np.log(n_units / np.maximum(sf, 1.0))
+        cut = len(susp.term_ids)
+        self.sides = (
+            _side(susp, inverse[:cut].astype(np.int64), isf),
+            _side(src, inverse[cut:].astype(np.int64), isf),
+        )
 
-    def unit_vec(self, side: int, k: int) -> dict[int, float]:
-        """Unit ``k``'s tf-isf vector scaled to length 1 (side 0: suspicious, 1: source)."""
-        key = (side, k)
-        vec = self._unit_cache.get(key)
-        if vec is None:
-            vec = _unit((self.susp_vecs if side == 0 else self.src_vecs)[k])
-            self._unit_cache[key] = vec
-        return vec
+    def _dense(self, side: int, lo: int, hi: int) -> _FloatArray:
+        """The sum of the vectors of units ``[lo, hi]`` over the pair vocabulary."""
+        s = self.sides[side]
+        a, b = int(s.ptr[lo]), int(s.ptr[hi + 1])
+        out = np.bincount(s.ids[a:b], weights=s.vals[a:b], minlength=self.vocab)
+        return out.astype(np.float64, copy=False)
 
-    def _weights(self, counts: Counter[int]) -> dict[int, float]:
-        return {t: n * self.isf[t] for t, n in counts.items()}
+    def best_cosine(self, unit: int, src_range: tuple[int, int]) -> float:
+        """The largest cosine of suspicious unit ``unit`` with a source unit of ``src_range``
+        (0 without any)."""
+        norm = float(self.sides[0].norms[unit])
+        if norm <= 0.0:
+            return 0.0
+        vec = self._dense(0, unit, unit)
+        r = self.sides[1]
+        lo, hi = src_range
+        a, b = int(r.ptr[lo]), int(r.ptr[hi + 1])
+        if b <= a:
+            return 0.0
+        rows = np.repeat(np.arange(hi - lo + 1, dtype=np.int64), np.diff(r.ptr[lo : hi + 2]))
+        dots = np.bincount(rows, weights=vec[r.ids[a:b]] * r.vals[a:b], minlength=hi - lo + 1)
+        norms = r.norms[lo : hi + 1]
+        cos = np.divide(dots, norms * norm, out=np.zeros_like(dots), where=norms > 0)
+        return max(0.0, float(cos.max()))
 
     def similar_units(
         self, min_cosine: float, min_dice: float
@@ -61,11 +97,13 @@ class _PairModel:
         """
         empty_i = np.zeros(0, dtype=np.int64)
         empty_f = np.zeros(0, dtype=np.float64)
-        flat_s, flat_r = _flat(self.susp_vecs), _flat(self.src_vecs)
-        shared = np.intersect1d(flat_s.terms, flat_r.terms)  # sorted: a term's column
-        if not len(shared):
+        side_s, side_r = self.sides
+        in_s = np.bincount(side_s.ids, minlength=self.vocab) > 0
+        in_r = np.bincount(side_r.ids, minlength=self.vocab) > 0
+        shared = in_s & in_r
+        if not shared.any():
             return empty_i, empty_i, empty_f, empty_f
-        susp, src = _SparseRows(flat_s, shared), _SparseRows(flat_r, shared)
+        susp, src = _SparseRows(side_s, shared), _SparseRows(side_r, shared)
         src_blocks = [
             (lo2, src.block(lo2, min(lo2 + _BLOCK_ROWS, len(src))))
             for lo2 in range(0, len(src), _BLOCK_ROWS)
@@ -98,61 +136,27 @@ class _PairModel:
 
     def span_cosine(self, susp_range: tuple[int, int], src_range: tuple[int, int]) -> float:
         """Cosine of the summed vectors of units ``[a, b]`` (inclusive) on each side."""
-        a = _sum_vecs(self.susp_vecs[susp_range[0] : susp_range[1] + 1])
-        b = _sum_vecs(self.src_vecs[src_range[0] : src_range[1] + 1])
-        dot = sum(x * b[t] for t, x in a.items() if t in b)
-        na = _norm(a)
-        nb = _norm(b)
-        return dot / (na * nb) if na > 0 and nb > 0 else 0.0
-
-
-def _norm(vec: dict[int, float]) -> float:
-    """Euclidean norm, the squares summed in the dict's order (the same float every time)."""
-    return math.sqrt(sum(map(operator.mul, vec.values(), vec.values())))
-
-
-def _unit(vec: dict[int, float]) -> dict[int, float]:
-    norm = _norm(vec)
-    return {t: x / norm for t, x in vec.items()} if norm > 0 else {}
-
-
-class _Flat(NamedTuple):
-    """The entries of a side's unit vectors in one run: unit, term, weight (dict order), and
-    each unit's norm and number of distinct terms."""
-
-    rows: np.ndarray[Any, np.dtype[np.int64]]
-    terms: np.ndarray[Any, np.dtype[np.uint64]]
-    vals: _FloatArray
-    norms: _FloatArray
-    sizes: _FloatArray
-
-
-def _flat(vecs: Sequence[dict[int, float]]) -> _Flat:
-    sizes = [len(v) for v in vecs]
-    total = sum(sizes)
-    terms = np.fromiter(itertools.chain.from_iterable(vecs), dtype=np.uint64, count=total)
-    vals = np.fromiter(
-        itertools.chain.from_iterable(v.values() for v in vecs), dtype=np.float64, count=total
-    )
-    rows = np.repeat(np.arange(len(vecs), dtype=np.int64), sizes)
-    norms = np.array([_norm(v) for v in vecs], dtype=np.float64)
-    return _Flat(rows, terms, vals, norms, np.array(sizes, dtype=np.float64))
+        a = self._dense(0, *susp_range)
+        b = self._dense(1, *src_range)
+        na = math.sqrt(float(a @ a))
+        nb = math.sqrt(float(b @ b))
+        return float(a @ b) / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
 class _SparseRows:
-    """Units of one side as sparse rows over the shared terms (CSR; a term's column is its
-    index in the sorted ``shared``), with each unit's full vector norm and its number of
-    distinct terms (all terms, shared or not)."""
+    """Units of one side as sparse rows over the terms both sides hold (``shared``, a mask
+    over the pair vocabulary), with each unit's full vector norm and its number of distinct
+    terms (all terms, shared or not)."""
 
-    def __init__(self, flat: _Flat, shared: np.ndarray[Any, np.dtype[np.uint64]]) -> None:
-        pos = np.minimum(np.searchsorted(shared, flat.terms), len(shared) - 1)
-        hit = shared[pos] == flat.terms
-        counts = np.bincount(flat.rows[hit], minlength=len(flat.norms))
+    def __init__(self, side: _Side, shared: np.ndarray[Any, np.dtype[np.bool_]]) -> None:
+        hit = shared[side.ids]
+        rows = np.repeat(np.arange(len(side.norms), dtype=np.int64), np.diff(side.ptr))
+        counts = np.bincount(rows[hit], minlength=len(side.norms))
         self.ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        self.ids = pos[hit].astype(np.int64)
-        self.vals = flat.vals[hit]
-        self.norms = flat.norms
-        self.sizes = flat.sizes
+        self.ids = side.ids[hit]
+        self.vals = side.vals[hit]
+        self.norms = side.norms
+        self.sizes = side.sizes
 
     def __len__(self) -> int:
         return len(self.ptr) - 1
@@ -205,14 +209,6 @@ def _block_products(
     rows = (keys // n_r).astype(np.int64)
     cols = (keys % n_r).astype(np.int64)
     return rows, cols, dot.astype(np.float64), inter.astype(np.float64)
-
-
-def _sum_vecs(vecs: Sequence[dict[int, float]]) -> dict[int, float]:
-    total: dict[int, float] = {}
-    for v in vecs:
-        for t, x in v.items():
-            total[t] = total.get(t, 0.0) + x
-    return total
 
 
 def _split(seeds: list[tuple[int, int]], side: int, gap: int) -> list[list[tuple[int, int]]]:
@@ -288,12 +284,7 @@ def _split_at_novel(
     gaps = [u for a, b in itertools.pairwise(ordered) for u in range(a[0] + 1, b[0])]
     if not gaps:
         return [group]
-    src = [model.unit_vec(1, v) for v in range(src_range[0], src_range[1] + 1)]
-    novel = {
-        u
-        for u in gaps
-        if max((_dot(model.unit_vec(0, u), v) for v in src), default=0.0) <= threshold
-    }
+    novel = {u for u in gaps if model.best_cosine(u, src_range) <= threshold}
     if not novel:
         return [group]
     parts: list[list[tuple[int, int]]] = [[ordered[0]]]
@@ -302,9 +293,3 @@ def _split_at_novel(
             parts.append([])
         parts[-1].append(seed)
     return parts
-
-
-def _dot(a: dict[int, float], b: dict[int, float]) -> float:
-    if len(a) > len(b):
-        a, b = b, a
-    return sum(x * b[t] for t, x in a.items() if t in b)

@@ -4,6 +4,8 @@ and a text prepared once for many pairs (:class:`PreparedText`)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 from collections import Counter
 from typing import Any, NamedTuple
 
@@ -145,16 +147,54 @@ class UnitTokens(NamedTuple):
         return len(self.forms)
 
 
-@dataclasses.dataclass(frozen=True)
+_IntArray = np.ndarray[Any, np.dtype[np.int64]]
+_HashArray = np.ndarray[Any, np.dtype[np.uint64]]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class PreparedText:
-    """A text cut into units: character spans and the term counts of each unit (terms are
-    the 64-bit hashes of the text stage's forms, :func:`neardup.shingles.hash_forms`)."""
+    """A text cut into units, as arrays: each unit's character span (``bounds``, one row
+    ``start, end`` a unit), its tokens (``forms[ptr[k]:ptr[k + 1]]``, the 64-bit hashes of
+    the text stage's forms, :func:`neardup.shingles.hash_forms`, with their character spans
+    ``starts`` / ``ends``, in text order) and its distinct terms with their counts
+    (``term_ids[term_ptr[k]:term_ptr[k + 1]]``, ascending, and ``term_counts``).  Every
+    token lies in a unit, so the token arrays are sorted by position."""
 
     length: int
-    spans: tuple[tuple[int, int], ...]
-    terms: tuple[Counter[int], ...]
-    tokens: tuple[UnitTokens, ...]
-    text: str = dataclasses.field(default="", repr=False, compare=False)
+    bounds: _IntArray
+    ptr: _IntArray
+    forms: _HashArray
+    starts: _IntArray
+    ends: _IntArray
+    term_ptr: _IntArray
+    term_ids: _HashArray
+    term_counts: _FloatArray
+    text: str = dataclasses.field(default="", repr=False)
 
     def __len__(self) -> int:
-        return len(self.spans)
+        return int(self.bounds.shape[0])
+
+    @functools.cached_property
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        """The units' character spans ``(start, end)``."""
+        return tuple((int(a), int(b)) for a, b in self.bounds.tolist())
+
+    @functools.cached_property
+    def tokens(self) -> tuple[UnitTokens, ...]:
+        """Each unit's tokens as tuples."""
+        forms, starts, ends = self.forms.tolist(), self.starts.tolist(), self.ends.tolist()
+        cut = self.ptr.tolist()
+        return tuple(
+            UnitTokens(tuple(forms[a:b]), tuple(starts[a:b]), tuple(ends[a:b]))
+            for a, b in itertools.pairwise(cut)
+        )
+
+    @functools.cached_property
+    def terms(self) -> tuple[Counter[int], ...]:
+        """Each unit's term counts."""
+        ids, counts = self.term_ids.tolist(), self.term_counts.tolist()
+        cut = self.term_ptr.tolist()
+        return tuple(
+            Counter(dict(zip(ids[a:b], map(int, counts[a:b]), strict=True)))
+            for a, b in itertools.pairwise(cut)
+        )
