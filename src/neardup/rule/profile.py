@@ -249,9 +249,15 @@ def _frozen(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return a
 
 
+@functools.lru_cache(maxsize=1)
+def default_rule_config() -> RuleConfig:
+    """One shared default :class:`RuleConfig` (its scheme ids are computed once, not per call)."""
+    return RuleConfig()
+
+
 def profile(text: str, config: RuleConfig | None = None) -> Profile:
     """The :class:`Profile` of ``text`` under ``config`` (default :class:`RuleConfig`)."""
-    cfg = config or RuleConfig()
+    cfg = config or default_rule_config()
     text = ensure_text(text)
     hashes, starts, ends = token_hashes_and_spans(text, cfg.text, TOKEN_SEED)
     flags = token_flags(text, starts, min_paragraph_tokens=cfg.min_paragraph_tokens)

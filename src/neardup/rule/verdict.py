@@ -41,7 +41,7 @@ import numpy.typing as npt
 
 from neardup.errors import ConfigError, InputTypeError
 from neardup.rule.features import Features, Passage, pair_features, shared_passages
-from neardup.rule.profile import Profile, RuleConfig, profile
+from neardup.rule.profile import Profile, RuleConfig, default_rule_config, profile
 
 __all__ = [
     "VERDICTS",
@@ -199,7 +199,7 @@ def judge(
     made from texts).  Raises ``SchemeMismatchError`` for profiles of another config and
     ``InputTypeError`` for anything but ``str`` or :class:`Profile`.
     """
-    cfg = config or RuleConfig()
+    cfg = config or default_rule_config()
     if not isinstance(cfg, RuleConfig):
         raise ConfigError(f"config must be a RuleConfig, got {type(cfg).__name__}")
     pa, pb = _profile_of(a, cfg, "a"), _profile_of(b, cfg, "b")
