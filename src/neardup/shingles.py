@@ -192,7 +192,9 @@ def token_hashes_and_spans(
 
 def hash_set(forms: Iterable[str], seed: int = 0) -> U64:
     """Sorted distinct hashes of ``forms`` (for membership tests with ``np.isin``)."""
-    return np.unique(hash_forms(list(forms), seed))
+    from neardup._kernels import distinct
+
+    return distinct(hash_forms(list(forms), seed))
 
 
 # --- SpotSigs -------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from neardup._kernels import distinct
 from neardup.batch.executors import LocalPool, executor_for, progress_bar
 from neardup.batch.io import (
     AtomicJsonlWriter,
@@ -266,7 +267,7 @@ def run(
         pairs = shuffle_stage(shuffle, cfg, runner, progress, work)
     summary.candidate_pairs = int(pairs.shape[0])
     with _stage(summary, "profile"):
-        involved = np.unique(pairs)
+        involved = distinct(pairs)
         if involved.shape[0]:
             # dedup asks only whether pairs are duplicates: no content words (the cosine).
             terms = mode == "pairs"
@@ -306,7 +307,7 @@ def _summarise(result: DedupResult, parts: list[I64], stats: ReadStats, mode: st
     summary.existing_documents = int(existing.sum())
     summary.removed = int(result.removed.sum())
     kept_of = result.kept_of
-    summary.clusters = int(np.unique(kept_of[new]).shape[0]) if kept_of.shape[0] else 0
+    summary.clusters = int(distinct(kept_of[new]).shape[0]) if kept_of.shape[0] else 0
     summary.empty = int(((lengths == 0) & new).sum())
     summary.invalid = stats.invalid
     summary.duplicate_ids = stats.duplicate_ids

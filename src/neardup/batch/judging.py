@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from neardup._kernels import distinct
 from neardup.batch.executors import Executor, call, progress_bar
 from neardup.batch.io import read_at
 from neardup.batch.profiles import partition_profiles
@@ -54,7 +55,7 @@ def profile_stage(
     starts = np.asarray(meta.part_starts, dtype=np.int64)
     bar = progress_bar(progress, "profiling", total=int(involved.shape[0]))
     owner = np.searchsorted(starts, involved, side="right") - 1
-    todo = [int(p) for p in np.unique(owner) if not work.done("pay", int(p))]
+    todo = [int(p) for p in distinct(owner) if not work.done("pay", int(p))]
     wanted = involved[np.isin(owner, todo)]
     files = np.asarray(meta.files, dtype=np.int64)[wanted]
     lines = np.asarray(meta.lines, dtype=np.int64)[wanted]
@@ -93,7 +94,7 @@ def _gather_profiles(work_path: Path, starts: I64, docs: I64) -> ProfileRows:
     ``starts``), read memory-mapped from the work directory: only their pages are touched."""
     owner = np.searchsorted(starts, docs, side="right") - 1
     pieces: list[ProfileRows] = []
-    for p in np.unique(owner).tolist():  # docs are sorted: partitions come in order
+    for p in distinct(owner).tolist():  # docs are sorted: partitions come in order
         local = docs[owner == p] - starts[p]
         arrays: dict[str, np.ndarray] = {}
         for name in ["rows", *_PROFILE_NAMES]:
@@ -113,7 +114,7 @@ def _verify_chunk(
     """The rule's verdicts on a chunk of pairs of document ordinals, reading the profiles
     from the work directory (in this process, or on a :class:`LocalPool` worker, which
     shares the disk)."""
-    docs = np.unique(chunk)
+    docs = distinct(chunk)
     return judge_pairs(
         np.searchsorted(docs, chunk),
         _gather_profiles(work_path, starts, docs),
@@ -147,7 +148,7 @@ def verify_stage(
         for lo in range(0, pairs.shape[0], _VERIFY_CHUNK):
             chunk = pairs[lo : lo + _VERIFY_CHUNK]
             if ship:
-                docs = np.unique(chunk)
+                docs = distinct(chunk)
                 rows = _gather_profiles(work.path, starts, docs)
                 local = np.searchsorted(docs, chunk)
                 yield (judge_pairs, local, rows, config.rule, features, question)

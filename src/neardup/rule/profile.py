@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from neardup._kernels import distinct
 from neardup.config import Config, check_int, check_range
 from neardup.errors import ConfigError, SchemeMismatchError, SignatureFormatError
 from neardup.rule.junk import token_flags
@@ -166,7 +167,7 @@ class Profile:
     @functools.cached_property
     def shingle_set(self) -> U64:
         """Sorted distinct shingle hashes (the text's shingle signature values)."""
-        return _frozen(np.unique(self.shingles))
+        return _frozen(distinct(self.shingles))
 
     @functools.cached_property
     def prose(self) -> int:

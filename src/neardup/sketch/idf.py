@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from neardup._kernels import distinct
 from neardup.config import canonical_json
 from neardup.errors import ConfigError, InputError, StoreError
 from neardup.shingles import U64, token_hashes, word_shingles
@@ -249,7 +250,7 @@ def build_idf_table(
     chunks: list[U64] = []
     num_docs = 0
     for doc in texts:
-        chunks.append(np.unique(feature_hashes(doc, cfg, width)))
+        chunks.append(distinct(feature_hashes(doc, cfg, width)))
         num_docs += 1
     if chunks:
         keys, df = np.unique(np.concatenate(chunks), return_counts=True)

@@ -22,9 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
-
-from neardup._kernels import sorted_distinct
+from neardup._kernels import distinct, sorted_distinct
 from neardup.config import Config, check_int
 from neardup.errors import ConfigError
 from neardup.shingles import (
@@ -160,7 +158,7 @@ def spotsig_hashes(text: str, config: SpotSigsConfig | None = None) -> U64:
     sigs = spot_signatures(
         tokens, cfg.antecedent_hashes, cfg.stop_hashes, cfg.spot_distance, cfg.chain_length
     )
-    return np.unique(sigs)
+    return distinct(sigs)
 
 
 def sign_shingles(text: str, config: ShingleSetConfig | None = None) -> Signature:

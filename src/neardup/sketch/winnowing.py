@@ -16,6 +16,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from neardup._kernels import distinct
 from neardup.config import check_int
 
 __all__ = ["winnow", "winnowing_positions"]
@@ -50,4 +51,4 @@ def winnow(fingerprints: U64, window: int) -> U64:
     """The distinct hashes winnowing selects from ``fingerprints`` (sorted ascending)."""
     check_int("window", window, low=1, high=1 << 20)
     values = np.ascontiguousarray(fingerprints, dtype=np.uint64)
-    return np.unique(values[winnowing_positions(values, window)])
+    return distinct(values[winnowing_positions(values, window)])
