@@ -530,10 +530,8 @@ def _sorted_distinct(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 
 
 def sorted_distinct(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """``np.unique`` of a uint64 array (sorted distinct values), without numpy's per-call
-    overhead (about 10 us of a ~150-value article's 15), nor its import of ``numpy.ma``.
-    Compiled once numba is worth loading (:func:`neardup._jit.compiled_worthwhile`), a sort
-    and a mask before."""
+    """:func:`distinct` of a uint64 array, compiled once numba is worth loading
+    (:func:`neardup._jit.compiled_worthwhile`): no numpy per-call overhead."""
     values = np.ascontiguousarray(values, dtype=np.uint64)
     if compiled_worthwhile(10_000 + 50 * values.shape[0]):
         return _sorted_distinct(values)
@@ -541,8 +539,8 @@ def sorted_distinct(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 
 
 def distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """The sorted distinct values of an array of any shape (flattened), in its dtype:
-    ``np.unique(values)`` without its import of ``numpy.ma`` (a tenth of a small job)."""
+    """Sorted distinct values of an array (flattened), in its dtype: ``np.unique(values)``
+    without its import of ``numpy.ma`` (a tenth of a small job's time)."""
     ordered = np.sort(values, axis=None)
     keep = np.ones(ordered.shape[0], dtype=np.bool_)
     keep[1:] = ordered[1:] != ordered[:-1]
