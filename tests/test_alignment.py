@@ -418,3 +418,65 @@ def _runs_brute(a: list[int], b: list[int], n: int) -> list[tuple[int, int, int]
 )
 def test_common_runs_equal_a_brute_force_oracle(a: list[int], b: list[int], n: int) -> None:
     assert common_runs(a, b, n) == _runs_brute(a, b, n)
+
+
+def _obfuscated_pair(seed: int) -> tuple[str, str, tuple[int, int]]:
+    """A source with one copied sentence pair, and a suspicious text holding it with 45 % of
+    its words replaced and all shuffled (random obfuscation), between unrelated sentences;
+    with the suspicious span of the copy."""
+    import random
+
+    filler_a = (
+        "The harbour authority published its yearly report on Monday morning. "
+        "Officials declined to comment on the pending budget. "
+    )
+    copied = (
+        "Shipping volumes through the northern terminal rose sharply after the new cranes "
+        "arrived from the coastal yards, while the older southern piers handled mostly fishing "
+        "boats and a few passenger ferries during the long summer season."
+    )
+    filler_b = (
+        "My grandmother grew tomatoes in a small garden behind the house. "
+        "We ate them with bread and salt every evening. "
+    )
+    other = [
+        "purple",
+        "violin",
+        "elephant",
+        "quantum",
+        "marble",
+        "sugar",
+        "lantern",
+        "velvet",
+        "orbit",
+        "canyon",
+    ]
+    rng = random.Random(seed)
+    words = [rng.choice(other) if rng.random() < 0.45 else w for w in copied.split()]
+    rng.shuffle(words)
+    copy = " ".join(words) + "."
+    return (
+        filler_a + copied + " " + filler_a,
+        filler_b + copy + " " + filler_b,
+        (
+            len(filler_b),
+            len(filler_b) + len(copy),
+        ),
+    )
+
+
+def test_retry_reads_an_empty_pair_with_looser_evidence() -> None:
+    """A heavily obfuscated copy the strict pass misses is found by the retry, which is
+    exactly the strict pipeline run with the retry config; a pair the strict pass answers is
+    not retried; and the retry never runs twice."""
+    cfg = AlignmentConfig()
+    source, suspicious, (lo, hi) = _obfuscated_pair(11)
+    strict = dataclasses.replace(cfg, retry_empty=False)
+    assert align_passages(source, suspicious, strict) == []
+    found = align_passages(source, suspicious, cfg)
+    assert found == align_passages(source, suspicious, cfg.retry_config())
+    assert len(found) == 1 and lo <= found[0].this_offset and found[0].this_end <= hi
+    assert cfg.retry_config().retry_empty is False
+    assert cfg.retry_config().seed_relative == cfg.retry_seed_relative
+    # a verbatim copy is answered by the strict pass: the retry changes nothing
+    assert align_passages(source, source, cfg) == align_passages(source, source, strict) != []

@@ -59,6 +59,17 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
    ``summary_min_fill`` of that hull (a summary is one compact passage) and the strict
    passages do not already explain the hull as a copy (a summary condenses, so it maps to
    a source span ``summary_copy_ratio`` times longer or more; a copy maps about one to one).
+8. **Retry of empty pairs** (our addition, in the spirit of the per-pair adaptive choice of
+   parameters of Sanchez-Perez et al. 2014/2015, which pick between a summary and a
+   non-summary setting per pair): when steps 3 to 7 find nothing, they run once more with
+   looser evidence: no relative seeds (``retry_seed_relative``), a lower single-unit bar
+   (``retry_single_unit_cosine``) and a lower validation cosine
+   (``retry_validation_cosine``).  Random obfuscation (words shuffled, replaced and
+   inserted; Potthast et al., "Overview of the 5th International Competition on
+   Plagiarism Detection", PAN 2013) leaves short copies whose only evidence is one or two
+   sentence pairs of moderate cosine; in a pair that shows nothing stronger they are the
+   best reading, while beside a strong copy they would be noise, so the strict pass keeps
+   precision where it has found something.
 
 Terms are the 64-bit hashes of the text stage's forms (:func:`neardup.shingles.hash_forms`),
 from one compiled scan of the text (:mod:`neardup.similarity.spans`).  A prepared text and
@@ -93,7 +104,8 @@ from neardup.similarity.alignment.records import (
     _FloatArray,
 )
 from neardup.similarity.spans import document_tokens
-from neardup.text import ensure_text, sentence_spans
+from neardup.text import ensure_text
+from neardup.text.sentences import sentence_bounds
 
 __all__ = [
     "AlignedPassage",
@@ -127,7 +139,7 @@ def prepare_text(text: str, config: AlignmentConfig | None = None) -> PreparedTe
     # cross a sentence boundary (boundaries are punctuation or white space), so this equals
     # tokenising each sentence on its own (tested), at a fraction of the calls.
     toks = document_tokens(text, cfg.text, 0)
-    sents = np.asarray(sentence_spans(text), dtype=np.int64).reshape(-1, 2)
+    sents = sentence_bounds(text)
     lo = np.searchsorted(toks.starts, sents[:, 0])
     hi = np.searchsorted(toks.starts, sents[:, 1])
     bounds, first, last = _units(sents.tolist(), (hi - lo).tolist(), cfg.min_sentence_words, text)
@@ -223,16 +235,25 @@ def align_prepared(
 
 
 def align_pair(pairs: UnitPairs, config: AlignmentConfig | None = None) -> list[AlignedPassage]:
-    """Steps 3 to 5 (extension, boundaries, filtering) on the seeds of ``pairs`` that pass
-    the config's ``seed_cosine`` and ``seed_dice``; those must not be below the floors
-    ``pairs`` was built with (``ConfigError``).  One :func:`unit_pairs` serves many configs
-    (tuning)."""
+    """Steps 3 to 8 (extension, boundaries, filtering, verbatim and summary pairs, the
+    retry) on the seeds of ``pairs`` that pass the config's ``seed_cosine`` and
+    ``seed_dice``; those must not be below the floors ``pairs`` was built with
+    (``ConfigError``).  One :func:`unit_pairs` serves many configs (tuning)."""
     cfg = config or AlignmentConfig()
     if cfg.seed_floors[0] < pairs.min_cosine or cfg.seed_floors[1] < pairs.min_dice:
         raise ConfigError(
             f"seed thresholds {cfg.seed_floors} are below the floors the unit pairs were"
             f" built with ({pairs.min_cosine}, {pairs.min_dice})"
         )
+    found = _align_once(pairs, cfg)
+    if found or not cfg.retry_empty:
+        return found
+    # step 8: a pair the strict pass leaves empty is read again with looser evidence
+    return _align_once(pairs, cfg.retry_config())
+
+
+def _align_once(pairs: UnitPairs, cfg: AlignmentConfig) -> list[AlignedPassage]:
+    """Steps 3 to 7 with one config."""
     model = pairs.model
     seeds = _seeds(pairs, cfg.seed_cosine, cfg.seed_dice, cfg.seed_relative)
     clusters = _extend(model, seeds, cfg.max_gap_units, cfg) if seeds else []

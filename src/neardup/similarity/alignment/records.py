@@ -34,7 +34,8 @@ class AlignmentConfig(Config):
     without boundary trimming (``boundary_ngram=0, boundary_ngram_low=0``), relative seeds
     (``seed_relative=0``), the single-unit rule (``single_unit_cosine=0``), merging
     (``merge_gap_chars=0``), and without the verbatim (``verbatim_min_chars=0``) and summary
-    (``summary_max_gap_units=0``) steps.
+    (``summary_max_gap_units=0``) steps, and without the retry of empty pairs
+    (``retry_empty=False``).
     """
 
     SCHEME = "alignment"
@@ -65,6 +66,10 @@ class AlignmentConfig(Config):
     boundary_density: float = 0.5
     verbatim_min_chars: int = 256
     verbatim_min_tokens: int = 3
+    retry_empty: bool = True
+    retry_seed_relative: float = 0.0
+    retry_single_unit_cosine: float = 0.3
+    retry_validation_cosine: float = 0.2
     max_text_chars: int = 2_000_000
 
     def __post_init__(self) -> None:
@@ -94,7 +99,21 @@ class AlignmentConfig(Config):
         check_range("novel_cosine", self.novel_cosine, low=0.0, high=1.0)
         check_range("boundary_density", self.boundary_density, low=0.0, high=1.0)
         check_int("verbatim_min_tokens", self.verbatim_min_tokens, low=1, high=1000)
+        check_range("retry_seed_relative", self.retry_seed_relative, low=0.0, high=1.0)
+        check_range("retry_single_unit_cosine", self.retry_single_unit_cosine, low=0.0, high=1.0)
+        check_range("retry_validation_cosine", self.retry_validation_cosine, low=0.0, high=1.0)
         check_int("max_text_chars", self.max_text_chars, low=1)
+
+    def retry_config(self) -> AlignmentConfig:
+        """The config of the retry of a pair left empty (step 8): this one with the
+        ``retry_*`` values and without a further retry."""
+        return dataclasses.replace(
+            self,
+            seed_relative=self.retry_seed_relative,
+            single_unit_cosine=self.retry_single_unit_cosine,
+            validation_cosine=self.retry_validation_cosine,
+            retry_empty=False,
+        )
 
     @property
     def seed_floors(self) -> tuple[float, float]:
