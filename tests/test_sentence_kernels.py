@@ -34,16 +34,23 @@ def _compiled(text: str) -> list[tuple[int, int]]:
         return sentence_spans(text)
 
 
-def test_class_table_is_the_regular_expressions_classes() -> None:
-    """Every code point: SPACE is ``\\s``, ALNUM is ``[^\\W_]``, LOWER is ``str.islower``."""
+def test_class_table_is_the_regular_expressions_and_the_str_classes() -> None:
+    """Every code point: SPACE is ``\\s`` and ``str.isspace``, ALNUM is ``[^\\W_]`` and
+    ``str.isalnum`` (the reference reads each both ways: the pattern and the strip or the
+    abbreviation test), LOWER is ``str.islower``."""
     table = kernels._code_point_classes()
     chars = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
-    for bit, pattern in ((kernels.SPACE, r"\s+"), (kernels.ALNUM, r"[^\W_]+")):
+    for bit, pattern, method in (
+        (kernels.SPACE, r"\s+", str.isspace),
+        (kernels.ALNUM, r"[^\W_]+", str.isalnum),
+    ):
         expected = np.zeros(0x110000, dtype=bool)
         for m in re.finditer(pattern, chars):
             expected[m.start() : m.end()] = True
         assert np.array_equal((table & bit) != 0, expected)
-    lower = np.fromiter((c.islower() for c in chars), dtype=bool, count=0x110000)
+        by_method = np.fromiter(map(method, chars), dtype=bool, count=0x110000)
+        assert np.array_equal(expected, by_method)
+    lower = np.fromiter(map(str.islower, chars), dtype=bool, count=0x110000)
     assert np.array_equal((table & kernels.LOWER) != 0, lower)
     assert np.array_equal(kernels._ascii_classes(), table[:128])
 

@@ -6,15 +6,16 @@ boundary regular expression exactly as ``re.finditer`` does, drops the full stop
 by a lower-case letter, and reports, for each single ``.`` that may follow an initial or an
 abbreviation, the span of the word the abbreviation test reads; the caller looks those few
 words up in Python (their ``str.lower`` and the abbreviation set) and a second pass cuts and
-strips the sentences.  The character classes (``str.isspace``, which is the regular
-expression's ``\\s``; ``str.islower``; ``str.isalnum``, which is ``[^\\W_]``) come from a
-table indexed by code point, built from those very ``str`` methods.  numba because this is a
+strips the sentences.  The character classes (the regular expression's ``\\s`` and
+``[^\\W_]``, and ``str.islower``) come from a table indexed by code point, built from the
+regular expression engine's own classes and ``str.islower``.  numba because this is a
 scanning loop over characters that numpy cannot vectorise; the Python path of
 :mod:`neardup.text.sentences` is the reference it is tested equal to.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -27,25 +28,19 @@ SPACE = 1
 LOWER = 2
 ALNUM = 4
 
-_STOPS = (0x2E, 0x21, 0x3F, 0x2026)  # . ! ? …
-_WIDE = (0x3002, 0xFF01, 0xFF1F)  # 。！？
-_CLOSE = (0x22, 0x27, 0x201D, 0x2019, 0x29, 0x5D)  # " ' ” ’ ) ]
-_WIDE_CLOSE = (0x300D, 0x300F, 0x201D, 0x2019, 0x29, 0xFF09)  # 」』”’)）
-_BLANK = (0x20, 0x09, 0x0D, 0x0C, 0x0B)  # [ \t\r\f\v]
+_SPACE_RUN_RE = re.compile(r"\s+")
+_ALNUM_RUN_RE = re.compile(r"[^\W_]+")
 
 
 def _class_table(size: int) -> npt.NDArray[np.uint8]:
+    """The class bits of code points ``0 .. size - 1``: ``\\s`` and ``[^\\W_]`` from the
+    regular expression engine itself, ``str.islower`` per code point."""
     chars = np.arange(size, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
-    table = np.fromiter(
-        (
-            (SPACE if c.isspace() else 0)
-            | (LOWER if c.islower() else 0)
-            | (ALNUM if c.isalnum() else 0)
-            for c in chars
-        ),
-        dtype=np.uint8,
-        count=size,
-    )
+    table = np.zeros(size, dtype=np.uint8)
+    for pattern, bit in ((_SPACE_RUN_RE, SPACE), (_ALNUM_RUN_RE, ALNUM)):
+        for match in pattern.finditer(chars):
+            table[match.start() : match.end()] |= bit
+    table[np.fromiter(map(str.islower, chars), dtype=np.bool_, count=size)] |= LOWER
     table.flags.writeable = False
     return table
 
@@ -70,27 +65,27 @@ def code_units(text: str) -> tuple[npt.NDArray[Any], npt.NDArray[np.uint8]]:
 
 
 @njit(cache=True, inline="always")
-def _is_stop(c: int) -> bool:
+def _is_stop(c: int) -> bool:  # . ! ? …
     return c == 0x2E or c == 0x21 or c == 0x3F or c == 0x2026
 
 
 @njit(cache=True, inline="always")
-def _is_close(c: int) -> bool:
+def _is_close(c: int) -> bool:  # " ' ” ’ ) ]
     return c == 0x22 or c == 0x27 or c == 0x201D or c == 0x2019 or c == 0x29 or c == 0x5D
 
 
 @njit(cache=True, inline="always")
-def _is_wide(c: int) -> bool:
+def _is_wide(c: int) -> bool:  # 。！？
     return c == 0x3002 or c == 0xFF01 or c == 0xFF1F
 
 
 @njit(cache=True, inline="always")
-def _is_wide_close(c: int) -> bool:
+def _is_wide_close(c: int) -> bool:  # 」』”’)）
     return c == 0x300D or c == 0x300F or c == 0x201D or c == 0x2019 or c == 0x29 or c == 0xFF09
 
 
 @njit(cache=True, inline="always")
-def _is_blank(c: int) -> bool:
+def _is_blank(c: int) -> bool:  # [ \t\r\f\v]
     return c == 0x20 or c == 0x09 or c == 0x0D or c == 0x0C or c == 0x0B
 
 
