@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import datetime as dt
 import gzip
 import json
@@ -416,7 +417,7 @@ def cost_section(arts: list[Article], block: int = 250) -> dict:
 # --- the index at scale -----------------------------------------------------------------------
 
 
-def index_section(n: int, queries: int) -> dict:
+def index_section(n: int, queries: int, candidates: int, prefilter_words: int) -> dict:
     docs = load_reuters()
     cfg = StoryVectorConfig()
     df = DocumentFrequencies()
@@ -443,7 +444,7 @@ def index_section(n: int, queries: int) -> dict:
     dates = start_us + np.sort(rng.integers(0, span, n)) + rng.integers(0, 2 * HOUR, n)
     from neardup.sketch.base import Signature
 
-    index = StoryIndex()
+    index = StoryIndex(candidates=candidates, prefilter_words=prefilter_words)
     t0 = time.process_time()
     for i in range(n):
         index.add(i, Signature(cfg.scheme_id, fps[i]), int(dates[i]))
@@ -454,17 +455,36 @@ def index_section(n: int, queries: int) -> dict:
         "add_us_per_article": round(build / n * 1e6, 2),
         "nbytes": index.nbytes,
     }
-    for hours in (4, 48, 14 * 24):
-        times = []
+    approx_cfg = index.config
+    exact_cfg = dataclasses.replace(approx_cfg, candidates=0)
+    for hours in (4, 48, 7 * 24, 14 * 24):
+        times: dict[str, list[float]] = {"exact": [], "approx": []}
+        recall = []
         for q in rng.integers(n // 2, n, queries).tolist():
             vec = vecs[int(src[q])]
             t = int(dates[q])
-            t1 = time.perf_counter()
-            index.nearest(vec, 40, t - hours * HOUR, t + hours * HOUR)
-            times.append((time.perf_counter() - t1) * 1e3)
+            got = {}
+            # Alternate the contenders query by query (same load for both).
+            for name, cfg_ in (("exact", exact_cfg), ("approx", approx_cfg)):
+                index.config = cfg_
+                t1 = time.perf_counter()
+                hits = index.nearest(vec, 40, t - hours * HOUR, t + hours * HOUR)
+                times[name].append((time.perf_counter() - t1) * 1e3)
+                got[name] = {h.key for h in hits}
+            if got["exact"]:
+                recall.append(len(got["exact"] & got["approx"]) / len(got["exact"]))
+        index.config = approx_cfg
         out[f"query_{hours}h_either_side"] = {
-            "median_ms": round(statistics.median(times), 3),
-            "p99_ms": round(float(np.percentile(times, 99)), 3),
+            **{
+                f"{name}_{stat}_ms": round(fn(v), 3)
+                for name, v in times.items()
+                for stat, fn in (
+                    ("median", statistics.median),
+                    ("p99", lambda x: float(np.percentile(x, 99))),
+                )
+            },
+            "recall_at_40": round(float(np.mean(recall)), 4),
+            "min_recall_at_40": round(float(np.min(recall)), 4),
             "rows_in_window": int(n * min(1.0, 2 * hours / (30 * 24))),
         }
     print(f"  index: {out}")
@@ -545,6 +565,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="a 100,000-story index")
     parser.add_argument("--skip-index", action="store_true")
+    parser.add_argument("--candidates", type=int, default=16384, help="index: approximate stage")
+    parser.add_argument("--prefilter-words", type=int, default=0, help="index: 0 = all words")
     sections = ("choice", "similar", "events", "cost", "index", "similar_at_scale", "stream_side")
     parser.add_argument("--only", choices=sections, action="append")
     parser.add_argument("--out", default="story")
@@ -566,7 +588,9 @@ def main() -> None:
         payload["cost"] = cost_section(arts)
     if "index" in only and not args.skip_index:
         print("index:")
-        payload["index"] = index_section(100_000 if args.quick else args.n, args.queries)
+        payload["index"] = index_section(
+            100_000 if args.quick else args.n, args.queries, args.candidates, args.prefilter_words
+        )
     if "similar_at_scale" in only:
         print("similar at scale:")
         payload["similar_at_scale"] = similar_at_scale(args.similar_n, args.queries)

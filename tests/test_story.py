@@ -518,3 +518,64 @@ def test_provenance_summit_event_and_similar() -> None:
     assert len(members) > 0.5 * sum(1 for v in story.values() if v == "helsinki")
     listed = [(a.id, x.id) for a in arts[::5] for x in desk.similar(a, 20)]
     assert sum(story[a] == story[b] for a, b in listed) >= 0.95 * len(listed)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 12), st.sampled_from([1, 2, 0]), st.booleans())
+def test_index_candidate_stage_equals_oracle(
+    seed: int, k: int, words: int, with_vector: bool
+) -> None:
+    """The approximate stage scores exactly the rows nearest on the sub-fingerprint (every
+    row at the cut) and returns their exact top k; on the whole fingerprint with a Hamming
+    query it is the exact answer."""
+    rng = np.random.default_rng(seed)
+    cfg = StoryVectorConfig()
+    index = StoryIndex(candidates=10, prefilter_words=words)
+    exact = StoryIndex(candidates=0)
+    stored: dict[int, tuple[np.ndarray, int]] = {}
+    for key in range(150):
+        sig = random_sig(rng, cfg.scheme_id)
+        index.add(key, sig, 10 * key)
+        exact.add(key, sig, 10 * key)
+        stored[key] = (sig.values, 10 * key)
+    for key in rng.choice(150, 15, replace=False).tolist():
+        index.remove(key)
+        exact.remove(key)
+        del stored[key]
+    vec = text_vector(" ".join(rng.choice(WORDS, 30).tolist()), cfg)
+    query: StoryVector | Signature = vec if with_vector else vec.signature()
+    nw = words or 4
+    for since, until in ((None, None), (200, 900), (300, 400)):
+        got = index.nearest(query, k, since, until)
+        rows = [
+            (key, fp)
+            for key, (fp, date) in stored.items()
+            if (since is None or date >= since) and (until is None or date <= until)
+        ]
+        part = {
+            key: int(np.bitwise_count(fp[:nw] ^ vec.fingerprint[:nw]).sum()) for key, fp in rows
+        }
+        if len(rows) > 20:
+            cut = sorted(part.values())[9]
+            rows = [(key, fp) for key, fp in rows if part[key] <= cut]
+        scored = []
+        for key, fp in rows:
+            if with_vector:
+                score = asymmetric_cosine(vec.values, fp)
+            else:
+                score = float(
+                    hamming_cosine(int(np.bitwise_count(fp ^ vec.fingerprint).sum()), 256)
+                )
+            scored.append((-score, key))
+        scored.sort()
+        want = [key for _, key in scored[:k]]
+        if with_vector:
+            oracle = {key: -neg for neg, key in scored}
+            assert len(got) == len(want)
+            assert all(abs(h.similarity - oracle[h.key]) < 1e-6 for h in got)
+            floor = oracle[want[-1]] - 1e-6
+            assert all(oracle[h.key] >= floor for h in got)
+        else:
+            assert [h.key for h in got] == want
+            if words == 0 and k <= 10:
+                assert got == exact.nearest(query, k, since, until)

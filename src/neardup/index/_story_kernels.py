@@ -7,24 +7,34 @@ and is tested against a numpy recomputation of the same scores.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+from numba import njit, types
+from numba.core.extending import intrinsic
 
-__all__ = ["byte_table", "scan"]
+__all__ = ["byte_table", "partial_distances", "scan", "scan_survivors"]
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
+U8 = npt.NDArray[np.uint8]
+
+
+@intrinsic
+def _ctpop(typingctx: Any, src: Any) -> Any:  # pragma: no cover - compiled
+    """LLVM's population count (one instruction where the CPU has one)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.ctpop(args[0])
+
+    return types.uint64(types.uint64), codegen
 
 
 @njit(cache=True, inline="always")
 def _popcount(x: np.uint64) -> np.int64:  # pragma: no cover - compiled
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+    return np.int64(_ctpop(x))
 
 
 @njit(cache=True)
@@ -120,3 +130,73 @@ def _replace_smallest(heap: npt.NDArray[np.float64], value: float) -> None:  # p
         heap[i] = heap[child]
         i = child
     heap[i] = value
+
+
+@njit(cache=True)
+def partial_distances(
+    fps: U64, alive: npt.NDArray[np.bool_], lo: int, hi: int, query: U64, words: int, out: U8
+) -> I64:  # pragma: no cover - compiled
+    """Hamming distance of the first ``words`` fingerprint words of rows ``[lo, hi)`` to the
+    query's (``out[r - lo]``; 255 for removed rows) and its histogram (``64 * words + 2``
+    bins, the last one counting removed rows)."""
+    hist = np.zeros(64 * words + 2, dtype=np.int64)
+    for r in range(lo, hi):
+        if not alive[r]:
+            out[r - lo] = 255
+            hist[64 * words + 1] += 1
+            continue
+        d = np.int64(0)
+        for w in range(words):
+            d += _popcount(fps[r, w] ^ query[w])
+        out[r - lo] = np.uint8(d)
+        hist[d] += 1
+    return hist
+
+
+@njit(cache=True)
+def scan_survivors(
+    fps: U64,
+    lo: int,
+    partial: U8,
+    cut: int,
+    query: U64,
+    table: F32,
+    asymmetric: bool,
+    min_score: float,
+    best: npt.NDArray[np.float64],
+    out_pos: I64,
+    out_score: npt.NDArray[np.float64],
+    out_dist: I64,
+) -> int:  # pragma: no cover - compiled
+    """:func:`scan` restricted to the rows ``lo + i`` with ``partial[i] <= cut`` (live rows
+    of the main run, all in the window)."""
+    words = query.shape[0]
+    bits = words * 64
+    scale = math.sqrt(math.pi / 2.0) / bits
+    keep = best.shape[0]
+    n = 0
+    for i in range(partial.shape[0]):
+        if partial[i] > cut:
+            continue
+        r = lo + i
+        d = np.int64(0)
+        for w in range(words):
+            d += _popcount(fps[r, w] ^ query[w])
+        if asymmetric:
+            s = 0.0
+            for w in range(words):
+                x = fps[r, w]
+                for b in range(8):
+                    s += table[8 * w + b, np.int64((x >> np.uint64(8 * b)) & np.uint64(255))]
+            score = s * scale
+        else:
+            score = math.cos(math.pi * d / bits)
+        if score < min_score or (keep > 0 and score < best[0]):
+            continue
+        out_pos[n] = r
+        out_score[n] = score
+        out_dist[n] = d
+        n += 1
+        if keep > 0 and score > best[0]:
+            _replace_smallest(best, score)
+    return n

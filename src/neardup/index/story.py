@@ -95,17 +95,25 @@ def to_us(date: dt.datetime | int | None) -> int | None:
 
 @dataclasses.dataclass(frozen=True)
 class StoryIndexConfig(Config):
-    """Parameters of :class:`StoryIndex`: fingerprint ``bits`` (64, 128, 256) and the
-    ``buffer_size`` of rows added out of date order before a merge."""
+    """Parameters of :class:`StoryIndex`: fingerprint ``bits`` (64, 128, 256), the
+    ``buffer_size`` of rows added out of date order before a merge, and the approximate
+    candidate stage of top-``k`` queries: when a window holds more than ``2 * candidates``
+    sorted rows, only the (at least) ``candidates`` rows nearest in Hamming distance on the
+    first ``prefilter_words`` 64-bit words of the fingerprint (0: all of them, the whole
+    Hamming distance) are scored (``candidates=0``: always the exact scan)."""
 
     SCHEME = "story-index"
 
     bits: int = 256
     buffer_size: int = 4096
+    candidates: int = 16384
+    prefilter_words: int = 0
 
     def __post_init__(self) -> None:
         check_choice("bits", self.bits, (64, 128, 256))
         check_int("buffer_size", self.buffer_size, low=1, high=1 << 22)
+        check_int("candidates", self.candidates, low=0, high=1 << 40)
+        check_int("prefilter_words", self.prefilter_words, low=0, high=self.bits // 64)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -451,6 +459,10 @@ class StoryIndex(KeyedIndex):
         spans = [(_MAIN, main, lo, hi, False), (_BUFFER, self._buffer, 0, self._buffer.n, True)]
         if lo_us is None and hi_us is None:
             spans.append((_UNDATED, self._undated, 0, self._undated.n, False))
+        if want and self.config.candidates and hi - lo > 2 * self.config.candidates:
+            # Approximate stage: the main span's nearest rows on a sub-fingerprint only.
+            spans.pop(0)
+            parts.append(self._survivors(fp, table, asymmetric, min_similarity, best, lo, hi))
         for code, run, a, b, check in spans:
             size = max(b - a, 0)
             out_pos = np.empty(size, dtype=np.int64)
@@ -481,6 +493,47 @@ class StoryIndex(KeyedIndex):
             np.concatenate([p[2] for p in parts]),
             np.concatenate([p[3] for p in parts]),
         )
+
+    def _survivors(
+        self,
+        fp: U64,
+        table: npt.NDArray[np.float32],
+        asymmetric: bool,
+        min_similarity: float,
+        best: npt.NDArray[np.float64],
+        lo: int,
+        hi: int,
+    ) -> tuple[I64, npt.NDArray[np.float64], I64, npt.NDArray[np.int8]]:
+        """Score the rows of ``[lo, hi)`` of the main run whose sub-fingerprint distance is at
+        most the smallest cut keeping ``candidates`` rows (every row at the cut: the choice
+        depends on the data only, never on scan order)."""
+        from neardup.index import _story_kernels as kern
+
+        words = self.config.prefilter_words or self._words
+        partial = np.empty(hi - lo, dtype=np.uint8)
+        main = self._main
+        hist = kern.partial_distances(main.fps, main.alive, lo, hi, fp, words, partial)
+        cum = np.cumsum(hist[:-1])
+        cut = int(np.searchsorted(cum, self.config.candidates, "left"))
+        size = int(cum[min(cut, cum.shape[0] - 1)])
+        out_pos = np.empty(size, dtype=np.int64)
+        out_score = np.empty(size, dtype=np.float64)
+        out_dist = np.empty(size, dtype=np.int64)
+        n = kern.scan_survivors(
+            main.fps,
+            lo,
+            partial,
+            cut,
+            fp,
+            table,
+            asymmetric,
+            min_similarity,
+            best,
+            out_pos,
+            out_score,
+            out_dist,
+        )
+        return out_pos[:n], out_score[:n], out_dist[:n], np.full(n, _MAIN, np.int8)
 
     # -- persistence -----------------------------------------------------------------------
 
