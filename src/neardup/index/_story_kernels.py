@@ -34,7 +34,7 @@ def _ctpop(typingctx: Any, src: Any) -> Any:  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _popcount(x: np.uint64) -> np.int64:  # pragma: no cover - compiled
-    return np.int64(_ctpop(x))
+    return np.int64(_ctpop(x))  # type: ignore[call-arg]  # the intrinsic adds typingctx
 
 
 @njit(cache=True)

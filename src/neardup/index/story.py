@@ -32,7 +32,10 @@ Guarantees:
   lookups (about 1 ns each), plus the buffer; with ``k``, the scan keeps the ``k`` best
   scores seen so far and writes out only rows that reach them (about ``k ln(n / k)`` of the
   window's ``n`` when scores come in random order), so the result's sort is over those rows,
-  not the window.  Adding in date order is amortised ``O(1)``;
+  not the window.  A top-``k`` query over a window of more than ``2 * candidates`` rows
+  first takes the Hamming distances of the window (popcounts only), then scores only the
+  rows nearest on them (see :class:`StoryIndexConfig`): approximate, deterministic, with
+  the exact score of every row returned.  Adding in date order is amortised ``O(1)``;
   an out-of-order add costs a share of an ``O(n)`` merge every ``buffer_size`` such adds.
 * **Persistence**: :meth:`StoryIndex.save` / :meth:`StoryIndex.load` in the checksummed
   format of :mod:`neardup.index._common` (magic ``NDSTYIDX``).
@@ -178,7 +181,7 @@ class _Run:
 
 
 class StoryIndex(KeyedIndex):
-    """Exact k-nearest stories within a time window, with add, remove, save and load.
+    """k-nearest stories (exact, or approximate over large windows: see the config) within a time window, with add, remove, save and load.
 
     >>> from neardup.sketch.story import story_vector, StoryVectorConfig
     >>> index = StoryIndex(bits=64)
