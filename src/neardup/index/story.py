@@ -181,7 +181,8 @@ class _Run:
 
 
 class StoryIndex(KeyedIndex):
-    """k-nearest stories (exact, or approximate over large windows: see the config) within a time window, with add, remove, save and load.
+    """The k nearest stories within a time window (exact, or approximate over large windows:
+    see :class:`StoryIndexConfig`), with add, remove, save and load.
 
     >>> from neardup.sketch.story import story_vector, StoryVectorConfig
     >>> index = StoryIndex(bits=64)
