@@ -484,3 +484,29 @@ def test_lazy_judging_gives_the_clusters_of_judging_every_pair(
     np.testing.assert_array_equal(lazy.score, full.score)
     assert list(lazy.row_text()) == list(full.row_text())
     assert lazy.summary.removed == full.summary.removed > 50
+
+
+def test_lazy_judging_on_large_clusters(
+    tmp_path: Path, reuters_docs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stories replicated with edits (every pair of a story's copies is a candidate), with
+    typographic variants: the same clusters as judging every pair, from far fewer verdicts."""
+    rng = random.Random(7)
+    stories = [d for d in reuters_docs if len(d["text"]) > 1500][:12]
+    docs = []
+    for s, src in enumerate(stories):
+        for c in range(25):
+            text = perturb_words(src["text"], rng.uniform(0.0, 0.3), rng, insertion="duplicate")
+            if c % 3 == 0:
+                text = text.replace('"', "\u201c").replace("'", "\u2019")
+            docs.append({"id": f"s{s}-{c}", "text": text})
+    path = _write(tmp_path / "replicated.jsonl", docs)
+    cfg = DedupConfig(partition_size=64)
+    lazy = run(path, cfg)
+    monkeypatch.setattr(engine_module, "lazy_verdicts", _judge_every_pair)
+    full = run(path, cfg)
+    assert lazy.summary.judged_pairs * 3 < full.summary.judged_pairs
+    np.testing.assert_array_equal(lazy.kept_of, full.kept_of)
+    np.testing.assert_array_equal(lazy.score, full.score)
+    assert list(lazy.row_text()) == list(full.row_text())
+    assert lazy.summary.removed == full.summary.removed > 100
