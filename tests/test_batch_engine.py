@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from neardup.batch import DedupConfig, dedup, find_pairs, run
+from neardup.batch import engine as engine_module
 from neardup.batch import signing as signing_module
 from neardup.batch.io import check_complete
 from neardup.errors import ConfigError
@@ -315,7 +316,9 @@ def test_keep_policies(tmp_path: Path, keep: str, kept: str) -> None:
     assert result.summary.removed == 2
     assert result.summary.clusters == 4
     assert result.summary.profiled_documents == 3
-    assert result.summary.verified_pairs == result.summary.verdicts["duplicate"] == 3
+    # Greedy centers need only the kept document's two verdicts, not the third pair's.
+    assert result.summary.verified_pairs == result.summary.verdicts["duplicate"] == 2
+    assert result.summary.judged_pairs == 2 < result.summary.candidate_pairs == 3
 
 
 def test_against_removes_only_new_documents(tmp_path: Path) -> None:
@@ -459,3 +462,51 @@ def test_work_dir_cleanup_touches_only_its_own_files(tmp_path: Path) -> None:
     (work / "sig.keys-000000.npy.bak").write_text("user file")
     dedup(path, tmp_path / "out.jsonl", DedupConfig(), work_dir=work)
     assert sorted(p.name for p in work.iterdir()) == ["notes.json", "sig.keys-000000.npy.bak"]
+
+
+def _judge_every_pair(pairs, rank, pinned, judge, max_rounds=12):  # type: ignore[no-untyped-def]
+    everything = np.arange(pairs.shape[0], dtype=np.int64)
+    return judge(everything), np.ones(pairs.shape[0], dtype=bool)
+
+
+@pytest.mark.parametrize("keep", ["earliest", "longest"])
+def test_lazy_judging_gives_the_clusters_of_judging_every_pair(
+    planted, keep: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = planted
+    cfg = DedupConfig(partition_size=100, keep=keep)
+    lazy = run(path, cfg)
+    monkeypatch.setattr(engine_module, "lazy_verdicts", _judge_every_pair)
+    full = run(path, cfg)
+    assert lazy.summary.judged_pairs < full.summary.judged_pairs == full.pairs.shape[0]
+    np.testing.assert_array_equal(lazy.kept_of, full.kept_of)
+    np.testing.assert_array_equal(lazy.labels, full.labels)
+    np.testing.assert_array_equal(lazy.score, full.score)
+    assert list(lazy.row_text()) == list(full.row_text())
+    assert lazy.summary.removed == full.summary.removed > 50
+
+
+def test_lazy_judging_on_large_clusters(
+    tmp_path: Path, reuters_docs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stories replicated with edits (every pair of a story's copies is a candidate), with
+    typographic variants: the same clusters as judging every pair, from far fewer verdicts."""
+    rng = random.Random(7)
+    stories = [d for d in reuters_docs if len(d["text"]) > 1500][:12]
+    docs = []
+    for s, src in enumerate(stories):
+        for c in range(25):
+            text = perturb_words(src["text"], rng.uniform(0.0, 0.3), rng, insertion="duplicate")
+            if c % 3 == 0:
+                text = text.replace('"', "\u201c").replace("'", "\u2019")
+            docs.append({"id": f"s{s}-{c}", "text": text})
+    path = _write(tmp_path / "replicated.jsonl", docs)
+    cfg = DedupConfig(partition_size=64)
+    lazy = run(path, cfg)
+    monkeypatch.setattr(engine_module, "lazy_verdicts", _judge_every_pair)
+    full = run(path, cfg)
+    assert lazy.summary.judged_pairs * 3 < full.summary.judged_pairs
+    np.testing.assert_array_equal(lazy.kept_of, full.kept_of)
+    np.testing.assert_array_equal(lazy.score, full.score)
+    assert list(lazy.row_text()) == list(full.row_text())
+    assert lazy.summary.removed == full.summary.removed > 100

@@ -64,6 +64,7 @@ from neardup.batch.io import (
     input_fingerprint,
 )
 from neardup.batch.judging import profile_stage, verify_stage
+from neardup.batch.lazy import lazy_verdicts
 from neardup.batch.ranges import splittable
 from neardup.batch.results import DedupResult, DedupSummary
 from neardup.batch.shuffle import KeyShards, shuffle_stage
@@ -273,15 +274,27 @@ def run(
             terms = mode == "pairs"
             profile_stage(corpus, cfg, runner, work, meta, involved, terms, progress)
     summary.profiled_documents = int(involved.shape[0])
+    existing = np.asarray(meta.existing, dtype=bool)
+    rank = _keep_rank(meta, existing, cfg.keep)
     with _stage(summary, "verify"):
-        verdicts = verify_stage(pairs, cfg, runner, work, meta, mode, progress)
+        if mode == "dedup" and cfg.clusters == "centers":
+            # Greedy centers consult few verdicts: judge only those (same clusters).
+            def judge(todo: I64) -> PairVerdicts:
+                return verify_stage(pairs[todo], cfg, runner, work, meta, mode, False)
+
+            verdicts, judged = lazy_verdicts(pairs, rank, existing, judge)
+        else:
+            verdicts = verify_stage(pairs, cfg, runner, work, meta, mode, progress)
+            judged = np.ones(pairs.shape[0], dtype=bool)
     with _stage(summary, "merge"):
         n = len(meta.ids)
-        existing = np.asarray(meta.existing, dtype=bool)
-        rank = _keep_rank(meta, existing, cfg.keep)
         labels, kept_of, best = _clusters(n, pairs, verdicts, rank, existing, cfg.clusters)
     result = DedupResult(meta.ids, existing, labels, kept_of, best, pairs, verdicts, summary)
     _summarise(result, parts, stats, mode)
+    summary.judged_pairs = int(judged.sum())
+    # Pairs never judged carry the "not duplicate" label; they are not verdicts.
+    if "not duplicate" in summary.verdicts:
+        summary.verdicts["not duplicate"] -= int(pairs.shape[0]) - summary.judged_pairs
     summary.seconds = time.perf_counter() - clock
     if not keep_work:
         work.remove()

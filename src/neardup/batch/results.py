@@ -32,6 +32,8 @@ class DedupSummary:
     candidate_pairs: int = 0
     # Pairs the output is about: duplicate verdicts (dedup), related pairs written (pairs).
     verified_pairs: int = 0
+    # Candidate pairs the rule judged (dedup with greedy centers judges only those it needs).
+    judged_pairs: int = 0
     profiled_documents: int = 0
     verdicts: dict[str, int] = dataclasses.field(default_factory=dict)
     resumed_partitions: int = 0

@@ -1,0 +1,76 @@
+"""Lazy judging against greedy centers on every verdict (the oracle)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neardup.batch.lazy import lazy_verdicts
+from neardup.batch.unionfind import center_labels
+from neardup.batch.verify import DUPLICATE, NOT_DUPLICATE, PairVerdicts
+
+
+def _graph(seed: int, n: int, m: int, clique: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    edges = {tuple(sorted(e)) for e in rng.integers(0, n, size=(m, 2)).tolist() if e[0] != e[1]}
+    # A large cluster: every pair of its members is a candidate.
+    members = rng.choice(n, size=min(clique, n), replace=False).tolist()
+    edges |= {(min(a, b), max(a, b)) for a in members for b in members if a < b}
+    return np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
+
+
+@pytest.mark.parametrize("max_rounds", [0, 1, 3, 12, 1000])
+@pytest.mark.parametrize("seed", range(12))
+def test_same_centers_as_judging_every_pair(seed: int, max_rounds: int) -> None:
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(2, 60))
+    pairs = _graph(seed, n, int(rng.integers(0, 200)), int(rng.integers(0, 15)))
+    duplicate = rng.random(pairs.shape[0]) < rng.random()
+    truth = np.where(duplicate, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
+    scores = rng.random(pairs.shape[0])
+    rank = rng.permutation(n).astype(np.int64)
+    pinned = rng.random(n) < 0.1
+    asked: list[np.ndarray] = []
+
+    def judge(todo: np.ndarray) -> PairVerdicts:
+        asked.append(todo)
+        empty = PairVerdicts.empty()
+        return PairVerdicts(truth[todo], scores[todo], empty.kept, empty.counts, empty.cosine)
+
+    verdicts, judged = lazy_verdicts(pairs, rank, pinned, judge, max_rounds=max_rounds)
+    expected = center_labels(rank, pairs[duplicate, 0], pairs[duplicate, 1], pinned=pinned)
+    ok = verdicts.labels == DUPLICATE
+    got = center_labels(rank, pairs[ok, 0], pairs[ok, 1], pinned=pinned)
+    np.testing.assert_array_equal(got, expected)
+    # Judged verdicts are the rule's; the others are never asked twice.
+    np.testing.assert_array_equal(verdicts.labels[judged], truth[judged])
+    np.testing.assert_array_equal(verdicts.scores[judged], scores[judged])
+    assert np.isnan(verdicts.scores[~judged]).all()
+    flat = np.concatenate(asked) if asked else np.empty(0, np.int64)
+    assert np.unique(flat).shape[0] == flat.shape[0] == int(judged.sum())
+    # Every member's edge to its center was judged duplicate (its score is known).
+    for k, (a, b) in enumerate(pairs.tolist()):
+        if expected[a] == b or expected[b] == a:
+            assert judged[k] and verdicts.labels[k] == DUPLICATE
+
+
+def test_a_large_cluster_needs_few_verdicts() -> None:
+    n = 200
+    pairs = np.array([(a, b) for a in range(n) for b in range(a + 1, n)], dtype=np.int64)
+
+    def judge(todo: np.ndarray) -> PairVerdicts:
+        empty = PairVerdicts.empty()
+        labels = np.full(todo.shape[0], DUPLICATE, dtype=np.int8)
+        return PairVerdicts(labels, np.ones(todo.shape[0]), empty.kept, empty.counts, empty.cosine)
+
+    rank = np.arange(n, dtype=np.int64)
+    _, judged = lazy_verdicts(pairs, rank, np.zeros(n, dtype=bool), judge)
+    # One center: only its n - 1 edges are judged, not the n (n - 1) / 2 pairs.
+    assert int(judged.sum()) == n - 1
+
+
+def test_no_pairs() -> None:
+    verdicts, judged = lazy_verdicts(
+        np.empty((0, 2), np.int64), np.arange(3), np.zeros(3, bool), lambda t: PairVerdicts.empty()
+    )
+    assert verdicts.labels.shape == judged.shape == (0,)
