@@ -65,10 +65,13 @@ def _is_false_dot(text: str, stop_start: int) -> bool:
     before = _WORD_BEFORE_RE.search(text, max(0, stop_start - 24), stop_start)
     if before is None:
         return False
-    word = before.group(1)
-    if len(word) == 1 and word.isalpha():
-        return True  # an initial: "J. Smith"
-    return word.lower() in _ABBREVIATIONS
+    return _is_abbreviation(before.group(1))
+
+
+def _is_abbreviation(word: str) -> bool:
+    """Whether a full stop after ``word`` ends no sentence: an initial ("J. Smith") or a
+    known abbreviation."""
+    return (len(word) == 1 and word.isalpha()) or word.lower() in _ABBREVIATIONS
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -107,8 +110,7 @@ def _compiled_bounds(text: str) -> np.ndarray[Any, np.dtype[np.int64]]:
     for k, ws, we in zip(
         test.tolist(), rows[test, 3].tolist(), rows[test, 4].tolist(), strict=True
     ):
-        word = text[ws:we]
-        if (len(word) == 1 and word.isalpha()) or word.lower() in _ABBREVIATIONS:
+        if _is_abbreviation(text[ws:we]):
             keep[k] = False
     return kernels.cut_sentences(buf, classes, rows, keep)
 
