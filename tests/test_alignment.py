@@ -469,9 +469,10 @@ def test_retry_reads_an_empty_pair_with_looser_evidence() -> None:
     """A heavily obfuscated copy the strict pass misses is found by the retry, which is
     exactly the strict pipeline run with the retry config; a pair the strict pass answers is
     not retried; and the retry never runs twice."""
-    cfg = AlignmentConfig()
+    cfg = AlignmentConfig(retry_empty=True)
     source, suspicious, (lo, hi) = _obfuscated_pair(11)
     strict = dataclasses.replace(cfg, retry_empty=False)
+    assert AlignmentConfig().retry_empty is False  # the default reads news strictly
     assert align_passages(source, suspicious, strict) == []
     found = align_passages(source, suspicious, cfg)
     assert found == align_passages(source, suspicious, cfg.retry_config())

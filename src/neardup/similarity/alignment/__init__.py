@@ -59,17 +59,18 @@ notes; the best PAN 2014 text-alignment system), on top of neardup's text stage:
    ``summary_min_fill`` of that hull (a summary is one compact passage) and the strict
    passages do not already explain the hull as a copy (a summary condenses, so it maps to
    a source span ``summary_copy_ratio`` times longer or more; a copy maps about one to one).
-8. **Retry of empty pairs** (our addition, in the spirit of the per-pair adaptive choice of
-   parameters of Sanchez-Perez et al. 2014/2015, which pick between a summary and a
-   non-summary setting per pair): when steps 3 to 7 find nothing, they run once more with
-   looser evidence: no relative seeds (``retry_seed_relative``), a lower single-unit bar
-   (``retry_single_unit_cosine``) and a lower validation cosine
+8. **Retry of empty pairs** (optional, ``retry_empty``; our addition, in the spirit of the
+   per-pair adaptive choice of parameters of Sanchez-Perez et al. 2014/2015, which pick
+   between a summary and a non-summary setting per pair): when steps 3 to 7 find nothing,
+   they run once more with looser evidence: no relative seeds (``retry_seed_relative``),
+   a lower single-unit bar (``retry_single_unit_cosine``) and a lower validation cosine
    (``retry_validation_cosine``).  Random obfuscation (words shuffled, replaced and
    inserted; Potthast et al., "Overview of the 5th International Competition on
    Plagiarism Detection", PAN 2013) leaves short copies whose only evidence is one or two
    sentence pairs of moderate cosine; in a pair that shows nothing stronger they are the
    best reading, while beside a strong copy they would be noise, so the strict pass keeps
-   precision where it has found something.
+   precision where it has found something.  Off by default: on real news the looser
+   reading takes independent reports of one story for copies (``docs/eval.md``).
 
 Terms are the 64-bit hashes of the text stage's forms (:func:`neardup.shingles.hash_forms`),
 from one compiled scan of the text (:mod:`neardup.similarity.spans`).  A prepared text and
