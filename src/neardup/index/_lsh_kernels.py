@@ -200,6 +200,14 @@ def _band_hits(
 
 
 @njit(cache=True, inline="always")
+def _ascending(a: I64) -> bool:  # pragma: no cover - compiled
+    i = 1
+    while i < a.shape[0] and a[i] >= a[i - 1]:
+        i += 1
+    return i >= a.shape[0]
+
+
+@njit(cache=True, inline="always")
 def _equal_values(v: U64, q: U64) -> int:  # pragma: no cover - compiled
     """How many values of ``v`` equal ``q``'s (a branch-free loop the compiler vectorises:
     near copies would make a branch per value unpredictable)."""
@@ -249,7 +257,7 @@ def _query_into(
         hits = np.empty(n, dtype=np.int64)
         n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, not exact, hits, scratch)
     hits = hits[:n]
-    if n > 1:
+    if n > 1 and not _ascending(hits):  # one row's hits (a near copy) come in order
         hits.sort()  # work space: sorted in place
     width = values.shape[1]
     banded = bands if rows == 1 and not exact else 0
