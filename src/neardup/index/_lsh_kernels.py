@@ -204,7 +204,7 @@ def _ascending(a: I64) -> bool:  # pragma: no cover - compiled
     i = 1
     while i < a.shape[0] and a[i] >= a[i - 1]:
         i += 1
-    return i >= a.shape[0]
+    return bool(i >= a.shape[0])
 
 
 @njit(cache=True, inline="always")

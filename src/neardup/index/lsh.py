@@ -279,7 +279,7 @@ class LSHIndex(RowIndex):
         try:
             # The rows' bytes joined: a third of the cost of ``np.array`` of the list (the
             # fast path of :meth:`add` holds native uint64 values only).
-            block = np.frombuffer(bytearray().join(pending), dtype=np.uint64)
+            block = np.frombuffer(bytearray().join(pending), dtype=np.uint64)  # type: ignore[arg-type]
             block = block.reshape(len(pending), self._num_perm)
         except TypeError:  # a signature whose values are not contiguous
             block = np.array(pending)
