@@ -33,12 +33,10 @@ U32 = npt.NDArray[np.uint32]
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 
-__all__ = ["BandTables", "GrowingRows", "band_head", "insert_one", "may_hold", "slot_tag"]
+__all__ = ["BandTables", "GrowingRows", "band_head", "insert_one", "slot_tag"]
 
 _MAX_LOAD = 0.7  # slots used per band before its table doubles
 _LOW32 = np.uint64(0xFFFFFFFF)
-_BYTES_1 = np.uint64(0x0101010101010101)  # 1 in every byte of a word
-_BYTES_80 = np.uint64(0x8080808080808080)  # the top bit of every byte
 
 
 class BandTables:
@@ -172,30 +170,6 @@ def band_head(slots: U64, tags: U8, band: int, key: np.uint64) -> np.int64:  # p
             if (slot >> np.uint64(32)) == fingerprint:
                 return np.int64(slot & _LOW32)
         pos = (pos + np.uint64(1)) & mask
-
-
-@njit(cache=True, inline="always")
-def may_hold(tags: U8, band: int, key: np.uint64) -> np.int64:  # pragma: no cover - compiled
-    """0 when the first 8 tags of ``key``'s probe show an empty slot before any slot of its
-    tag (then :func:`band_head` would find no row), else 1.
-
-    Branch-free (the tags as one word, bytes compared all at once): a new document's bands
-    are mostly absent, and a loop per band costs a mispredicted exit each.  The lowest
-    zero byte that the word tricks find is exact (a false one only follows a true one), so a
-    match below the first empty slot is a true match or follows one."""
-    capacity = tags.shape[1]
-    fingerprint = key >> np.uint64(32)
-    pos = np.int64(fingerprint & np.uint64(capacity - 1))
-    if pos + 8 > capacity:  # the probe wraps around: band_head decides
-        return np.int64(1)
-    word = np.uint64(0)
-    for i in range(8):
-        word |= np.uint64(tags[band, pos + i]) << np.uint64(8 * i)
-    other = word ^ (np.uint64(slot_tag(fingerprint)) * _BYTES_1)
-    empty = (word - _BYTES_1) & ~word & _BYTES_80
-    match = (other - _BYTES_1) & ~other & _BYTES_80
-    below = (empty & (~empty + np.uint64(1))) - np.uint64(1)  # all ones when no empty
-    return np.int64((match & below) != 0) | np.int64(empty == 0)
 
 
 @njit(cache=True, inline="always")

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from neardup._jit import njit
 from neardup._mix import GOLDEN, splitmix64
-from neardup.index._bands import band_head, insert_one, may_hold, slot_tag
+from neardup.index._bands import band_head, insert_one, slot_tag
 
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
@@ -137,6 +137,8 @@ def _add_block(
     return np.int64(used.max())
 
 
+# Inlined into its callers, as _query_into: a call between compiled functions passes each
+# array as a structure and counts its references, a measurable share of a single query.
 @njit(cache=True, inline="always")
 def _band_hits(
     q: U64,
@@ -159,21 +161,16 @@ def _band_hits(
 
     In passes, each of independent loads issued back to back, which the processor overlaps
     (a loop that hashes, loads and follows in turn keeps only a few in flight and waits for
-    each cache miss): every band key; the first tags of every band's probe
-    (:func:`may_hold`, without a branch per band); the head of every band they may hold (a
-    new document usually has none); then the chains."""
+    each cache miss): every band key; the first tag of every band; the head of every band
+    whose first slot is used (a new document usually has none); then the chains."""
+    mask = np.uint64(slots.shape[1] - 1)
     for b in range(bands):
         scratch[b] = np.int64(_table_key(q, b, rows))
-    maybe = np.int64(0)
     for b in range(bands):
-        held = may_hold(tags, b, np.uint64(scratch[b]))
-        scratch[bands + b] = held
-        maybe |= held
-    if maybe == 0:  # no row holds any band: the usual answer for a new document
-        return 0
+        scratch[bands + b] = np.int64(tags[b, (np.uint64(scratch[b]) >> np.uint64(32)) & mask])
     found = False
     for b in range(bands):
-        if scratch[bands + b] != 0:
+        if scratch[bands + b] != 0:  # else no row holds this band: the usual answer
             head = band_head(slots, tags, b, np.uint64(scratch[b]))
             scratch[bands + b] = head
             found = found or head != 0
