@@ -175,3 +175,19 @@ def test_query_inputs_checked_before_the_compiled_code() -> None:
             t for t in expected if t[1] >= 0.5
         ]
         assert index.query(Signature(SCHEME, sigs[7]), limit=1) == expected[:1]
+
+
+def test_adds_of_strided_views_equal_brute_force() -> None:
+    """Adds held back and stored together take the same values whether each signature is
+    contiguous or a strided read-only view, in any mix within one stored block."""
+    sigs = corpus(700, 16, seed=44)
+    wide = np.repeat(sigs, 2, axis=1)[:, ::2]  # equal values, stride 16 bytes
+    wide.flags.writeable = False
+    index = LSHIndex(num_perm=16, bands=4, rows=4, buffer_size=32)
+    for i in range(700):
+        index.add(i, Signature(SCHEME, wide[i] if i % 5 == 0 or i >= 600 else sigs[i]))
+    assert index.get(599).values.tolist() == sigs[599].tolist()
+    for i in range(0, 700, 7):
+        assert index.query(Signature(SCHEME, sigs[i])) == brute(
+            sigs, list(range(700)), sigs[i], 4, 4
+        )

@@ -137,7 +137,9 @@ def _add_block(
     return np.int64(used.max())
 
 
-@njit(cache=True)
+# Inlined into its callers, as _query_into: a call between compiled functions passes each
+# array as a structure and counts its references, a measurable share of a single query.
+@njit(cache=True, inline="always")
 def _band_hits(
     q: U64,
     values: U64,
@@ -195,6 +197,14 @@ def _band_hits(
 
 
 @njit(cache=True, inline="always")
+def _ascending(a: I64) -> bool:  # pragma: no cover - compiled
+    i = 1
+    while i < a.shape[0] and a[i] >= a[i - 1]:
+        i += 1
+    return bool(i >= a.shape[0])
+
+
+@njit(cache=True, inline="always")
 def _equal_values(v: U64, q: U64) -> int:  # pragma: no cover - compiled
     """How many values of ``v`` equal ``q``'s (a branch-free loop the compiler vectorises:
     near copies would make a branch per value unpredictable)."""
@@ -204,7 +214,7 @@ def _equal_values(v: U64, q: U64) -> int:  # pragma: no cover - compiled
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _query_into(
     q: U64,
     values: U64,
@@ -244,7 +254,7 @@ def _query_into(
         hits = np.empty(n, dtype=np.int64)
         n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, not exact, hits, scratch)
     hits = hits[:n]
-    if n > 1:
+    if n > 1 and not _ascending(hits):  # one row's hits (a near copy) come in order
         hits.sort()  # work space: sorted in place
     width = values.shape[1]
     banded = bands if rows == 1 and not exact else 0
