@@ -145,10 +145,10 @@ def verify_stage(
     progress: bool,
 ) -> PairVerdicts:
     """The rule's verdict on every candidate pair, in chunks of at most ``_VERIFY_CHUNK``
-    pairs (:func:`_chunk_size`); the features are kept for the related pairs in ``pairs`` mode.  On an executor that
-    shares the work directory (this process, a :class:`LocalPool`) a chunk's task reads its
-    documents' profiles there; Dask workers may not see it, so there the driver gathers
-    them and ships them with the chunk."""
+    pairs (:func:`_chunk_size`); the features are kept for the related pairs in ``pairs``
+    mode.  On an executor that shares the work directory (this process, a
+    :class:`LocalPool`) a chunk's task reads its documents' profiles there; Dask workers
+    may not see it, so there the driver gathers them and ships them with the chunk."""
     features = "related" if mode == "pairs" else "none"
     question = "verdict" if mode == "pairs" else "duplicate"
     starts = np.asarray(meta.part_starts, dtype=np.int64)
