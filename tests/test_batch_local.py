@@ -254,3 +254,31 @@ def test_local_pool_matches_one_process_in_other_modes(
     assert list(pooled.rows()) == list(local.rows())
     assert list(pooled.pair_rows()) == list(local.pair_rows())
     assert local.summary.verdicts["duplicate"] > 0
+
+
+def test_verify_chunks_keep_every_worker_busy() -> None:
+    from neardup.batch.judging import _MIN_CHUNK, _VERIFY_CHUNK, _chunk_size
+
+    assert _chunk_size(10_000_000, 1) == _VERIFY_CHUNK
+    assert _chunk_size(10_000_000, 2) == _VERIFY_CHUNK
+    assert _chunk_size(40_000, 2) == 5_000  # about four tasks a worker
+    assert _chunk_size(100, 2) == _MIN_CHUNK
+    for pairs in (1, 999, 8_001, 123_457, 5_000_000):
+        for workers in (1, 2, 3, 8):
+            size = _chunk_size(pairs, workers)
+            assert _MIN_CHUNK <= size <= _VERIFY_CHUNK
+
+
+def test_small_verify_chunks_give_the_same_output(
+    tmp_path: Path, reuters_docs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neardup.batch import judging
+
+    path = _corpus(tmp_path, reuters_docs)
+    cfg = DedupConfig(partition_size=64)
+    one = tmp_path / "one.jsonl"
+    dedup(path, one, cfg, workers=1)
+    monkeypatch.setattr(judging, "_MIN_CHUNK", 3)  # many tiny tasks in every lazy round
+    two = tmp_path / "two.jsonl"
+    dedup(path, two, cfg, workers=2)
+    assert two.read_bytes() == one.read_bytes()

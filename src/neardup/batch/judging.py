@@ -37,6 +37,17 @@ I64 = npt.NDArray[np.int64]
 
 # Pairs judged per verification task: bounds the profiles shipped with one task.
 _VERIFY_CHUNK = 50_000
+# Fewest pairs per task when a stage is cut finer to keep every worker busy.
+_MIN_CHUNK = 2_000
+
+
+def _chunk_size(pairs: int, workers: int) -> int:
+    """Pairs per verification task: at most ``_VERIFY_CHUNK``, and small enough that each
+    worker gets about four tasks (the rounds of lazy judging are often far smaller than one
+    full chunk, and one task per round would leave the other workers idle)."""
+    if workers <= 1:
+        return _VERIFY_CHUNK
+    return max(_MIN_CHUNK, min(_VERIFY_CHUNK, -(-pairs // (4 * workers))))
 
 
 def profile_stage(
@@ -133,20 +144,22 @@ def verify_stage(
     mode: str,
     progress: bool,
 ) -> PairVerdicts:
-    """The rule's verdict on every candidate pair, in chunks of ``_VERIFY_CHUNK`` pairs;
-    the features are kept for the related pairs in ``pairs`` mode.  On an executor that
-    shares the work directory (this process, a :class:`LocalPool`) a chunk's task reads its
-    documents' profiles there; Dask workers may not see it, so there the driver gathers
-    them and ships them with the chunk."""
+    """The rule's verdict on every candidate pair, in chunks of at most ``_VERIFY_CHUNK``
+    pairs (:func:`_chunk_size`); the features are kept for the related pairs in ``pairs``
+    mode.  On an executor that shares the work directory (this process, a
+    :class:`LocalPool`) a chunk's task reads its documents' profiles there; Dask workers
+    may not see it, so there the driver gathers them and ships them with the chunk."""
     features = "related" if mode == "pairs" else "none"
     question = "verdict" if mode == "pairs" else "duplicate"
     starts = np.asarray(meta.part_starts, dtype=np.int64)
     ship = not runner.shares_work_dir
     bar = progress_bar(progress, "verifying", total=int(pairs.shape[0]), unit="pair")
 
+    size = _chunk_size(int(pairs.shape[0]), runner.workers)
+
     def tasks() -> Iterator[tuple[Any, ...]]:
-        for lo in range(0, pairs.shape[0], _VERIFY_CHUNK):
-            chunk = pairs[lo : lo + _VERIFY_CHUNK]
+        for lo in range(0, pairs.shape[0], size):
+            chunk = pairs[lo : lo + size]
             if ship:
                 docs = distinct(chunk)
                 rows = _gather_profiles(work.path, starts, docs)
