@@ -148,12 +148,19 @@ def _coverage_kernel(  # pragma: no cover - compiled
     band = np.empty((16, 6), dtype=np.int64)
     n_band = 0
     entries = 0
+    longest = 0
+    for r in range(n):
+        longest = max(longest, offsets[r + 1] - offsets[r])
+    row_keys = np.empty(longest, dtype=np.uint64)
     for i in range(n):
         lo = offsets[i]
         out[i] = i
         t = np.int64(values[lo + 4])
         at = lo + _HEADER + 2 * t
-        n_touched = 0
+        # The row's keys first, without a branch per entry (whether an entry starts a
+        # shingle is unpredictable), then the table: measured 10-20 % faster than one loop
+        # branching per entry (benchmarks/bench_resultset.py).
+        m = np.int64(0)
         for c in range(t):
             count = np.int64(values[lo + _HEADER + t + c])
             if count == _OVERFLOW:
@@ -161,29 +168,31 @@ def _coverage_kernel(  # pragma: no cover - compiled
             word = np.uint64(values[lo + _HEADER + c]) << np.uint64(16)
             for e in range(at, at + (count & 0xFFFF)):
                 entry = values[e]
-                if not entry & _STARTS:
-                    continue  # only the shingles starting at an occurrence are keys
-                v = word | np.uint64(entry >> 16)
-                slot = (v * _FIB) >> shift
-                while heads[slot] != -1 and keys[slot] != v:
-                    slot = (slot + one) & mask
-                q = heads[slot]
-                if q != -1 and row_of[q] == i:
-                    continue  # this row holds the key already
-                keys[slot] = v
-                heads[slot] = entries
-                chain[entries] = q
-                row_of[entries] = i
-                entries += 1
-                n_keys[i] += 1
-                while q != -1:  # every earlier row holding the key (once each)
-                    j = row_of[q]
-                    if shared[j] == 0:
-                        touched[n_touched] = j
-                        n_touched += 1
-                    shared[j] += 1
-                    q = chain[q]
+                row_keys[m] = word | np.uint64(entry >> 16)
+                m += np.int64((entry & _STARTS) != 0)  # only the shingles starting at one
             at += count & 0xFFFF
+        n_touched = 0
+        for x in range(m):
+            v = row_keys[x]
+            slot = (v * _FIB) >> shift
+            while heads[slot] != -1 and keys[slot] != v:
+                slot = (slot + one) & mask
+            q = heads[slot]
+            if q != -1 and row_of[q] == i:
+                continue  # this row holds the key already
+            keys[slot] = v
+            heads[slot] = entries
+            chain[entries] = q
+            row_of[entries] = i
+            entries += 1
+            n_keys[i] += 1
+            while q != -1:  # every earlier row holding the key (once each)
+                j = row_of[q]
+                if shared[j] == 0:
+                    touched[n_touched] = j
+                    n_touched += 1
+                shared[j] += 1
+                q = chain[q]
         if n_touched == 0:
             continue
         candidates = np.sort(touched[:n_touched])
