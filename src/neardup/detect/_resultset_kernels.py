@@ -133,7 +133,9 @@ def _coverage_kernel(  # pragma: no cover - compiled
         total += np.int64(values[offsets[r] + 5])
     checked = np.zeros(n, dtype=np.bool_)  # ... and the entries of the rows compared
     bits = 4
-    while (1 << bits) < total + total // 4:  # a small table: the walk is memory-bound
+    # Load at most 1/4: linear probing at the former 4/5 made long probe runs, and the
+    # larger table still fits in L2 for a page of results (measured 10-40 % faster).
+    while (1 << bits) < 4 * total:
         bits += 1
     mask = np.uint64((1 << bits) - 1)
     shift = np.uint64(64 - bits)
