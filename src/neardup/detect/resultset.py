@@ -119,18 +119,20 @@ _cached_digest = attrgetter("_digest")
 def _flatten_u32(
     signatures: Sequence[Signature],
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]] | None:
-    """:func:`_flatten` of ``uint32`` rows in one copy, or None when a row is not ``uint32``.
+    """:func:`_flatten` of non-empty contiguous ``uint32`` rows in one copy, else None.
 
     One ``bytes.join`` of the rows' buffers costs about half of ``np.concatenate`` on a
     hundred small arrays.  Every row is ``uint32`` exactly when the joined buffer holds four
-    bytes a value (a ``uint64`` row holds eight; an empty one is checked by its dtype).
+    bytes a value (a non-empty ``uint64`` row holds eight); the other cases (an empty or a
+    strided row) are left to :func:`_flatten`.
     """
     arrays = list(map(_values_of, signatures))
     lengths = list(map(len, arrays))
-    blob = bytearray().join(arrays)
-    if len(blob) != 4 * sum(lengths) or (
-        0 in lengths and any(a.dtype != np.uint32 for a in arrays)
-    ):
+    try:
+        blob = bytearray().join(arrays)
+    except (BufferError, TypeError):  # a strided row exports no buffer
+        return None
+    if len(blob) != 4 * sum(lengths) or 0 in lengths:
         return None
     offsets = np.fromiter(accumulate(lengths, initial=0), np.int64, len(lengths) + 1)
     return np.frombuffer(blob, dtype=np.uint32), offsets
@@ -300,9 +302,13 @@ class ResultSetDeduper:
         _check_rule(signatures[0], rule)
         flat = _flatten_u32(signatures)
         if flat is None:
-            dtype = _flatten(signatures)[0].dtype
-            raise SignatureFormatError(f"coverage sketches hold uint32 values, got {dtype}")
-        values, offsets = flat
+            values, offsets, _ = _flatten(signatures)
+            if values.dtype != np.uint32:
+                raise SignatureFormatError(
+                    f"coverage sketches hold uint32 values, got {values.dtype}"
+                )
+        else:
+            values, offsets = flat
         accept_at, reject_below = duplicate_bounds(rule)
         # Eligible tokens are at most the sampled ones: sample_size + max_word_count - 1.
         size = int(values[1]) + int(values[2])
