@@ -280,6 +280,27 @@ def test_coverage_dedup_of_edge_texts() -> None:
     assert dedup_result_set([]) == []
 
 
+def _strided(s: Signature, dtype: type[np.unsignedinteger[Any]]) -> Signature:
+    """The same values held by a read-only strided view (a signature keeps such a view)."""
+    wide = np.zeros(2 * len(s.values), dtype=dtype)
+    wide[::2] = s.values
+    wide.flags.writeable = False
+    return Signature(s.scheme_id, wide[::2])
+
+
+def test_coverage_dedup_of_strided_and_wide_rows() -> None:
+    sigs = [sign(p) for p in _PARAS] + [sign(_PARAS[0])]
+    expected = ResultSetDeduper(max_entries=0)(sigs)
+    strided = [*sigs[:-1], _strided(sigs[-1], np.uint32)]
+    assert ResultSetDeduper(max_entries=0)(strided) == expected
+    for wide in (
+        _strided(sigs[-1], np.uint64),
+        Signature(sigs[0].scheme_id, np.zeros(0, np.uint64)),
+    ):
+        with pytest.raises(SignatureFormatError, match="uint32"):
+            ResultSetDeduper(max_entries=0)([*sigs[:-1], wide])
+
+
 def test_coverage_dedup_parameters_and_bad_input() -> None:
     sigs = [sign(p) for p in _PARAS]
     with pytest.raises(ConfigError):

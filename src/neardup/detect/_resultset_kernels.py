@@ -133,12 +133,15 @@ def _coverage_kernel(  # pragma: no cover - compiled
         total += np.int64(values[offsets[r] + 5])
     checked = np.zeros(n, dtype=np.bool_)  # ... and the entries of the rows compared
     bits = 4
-    while (1 << bits) < total + total // 4:  # a small table: the walk is memory-bound
+    # Load at most 1/4: linear probing at 4/5 makes long probe runs, and the larger table
+    # still fits in L2 for a page of results (measured 5 % faster on scraped news when the
+    # same set is repeated, 20-40 % when calls on other sets come in between).
+    while (1 << bits) < 4 * total:
         bits += 1
     mask = np.uint64((1 << bits) - 1)
     shift = np.uint64(64 - bits)
     one = np.uint64(1)
-    keys = np.zeros(1 << bits, dtype=np.uint64)
+    keys = np.empty(1 << bits, dtype=np.uint64)  # read only where heads is set
     heads = np.full(1 << bits, -1, dtype=np.int32)  # slot -> last entry with that key
     chain = np.empty(total + 1, dtype=np.int32)  # entry -> previous entry, same key
     row_of = np.empty(total + 1, dtype=np.int32)
@@ -148,12 +151,20 @@ def _coverage_kernel(  # pragma: no cover - compiled
     band = np.empty((16, 6), dtype=np.int64)
     n_band = 0
     entries = 0
+    longest = 0
+    for r in range(n):
+        longest = max(longest, offsets[r + 1] - offsets[r])
+    row_keys = np.empty(longest, dtype=np.uint64)
     for i in range(n):
         lo = offsets[i]
         out[i] = i
         t = np.int64(values[lo + 4])
         at = lo + _HEADER + 2 * t
-        n_touched = 0
+        # The row's keys first, without a branch per entry, then the table.  On scraped
+        # news whether an entry starts a shingle is unpredictable: measured 15-25 % faster
+        # there than a branch per entry, 10 % slower on newswire, where the branch is
+        # predicted (benchmarks/bench_resultset.py).
+        m = np.int64(0)
         for c in range(t):
             count = np.int64(values[lo + _HEADER + t + c])
             if count == _OVERFLOW:
@@ -161,29 +172,31 @@ def _coverage_kernel(  # pragma: no cover - compiled
             word = np.uint64(values[lo + _HEADER + c]) << np.uint64(16)
             for e in range(at, at + (count & 0xFFFF)):
                 entry = values[e]
-                if not entry & _STARTS:
-                    continue  # only the shingles starting at an occurrence are keys
-                v = word | np.uint64(entry >> 16)
-                slot = (v * _FIB) >> shift
-                while heads[slot] != -1 and keys[slot] != v:
-                    slot = (slot + one) & mask
-                q = heads[slot]
-                if q != -1 and row_of[q] == i:
-                    continue  # this row holds the key already
-                keys[slot] = v
-                heads[slot] = entries
-                chain[entries] = q
-                row_of[entries] = i
-                entries += 1
-                n_keys[i] += 1
-                while q != -1:  # every earlier row holding the key (once each)
-                    j = row_of[q]
-                    if shared[j] == 0:
-                        touched[n_touched] = j
-                        n_touched += 1
-                    shared[j] += 1
-                    q = chain[q]
+                row_keys[m] = word | np.uint64(entry >> 16)
+                m += np.int64((entry & _STARTS) != 0)  # only the shingles starting at one
             at += count & 0xFFFF
+        n_touched = 0
+        for x in range(m):
+            v = row_keys[x]
+            slot = (v * _FIB) >> shift
+            while heads[slot] != -1 and keys[slot] != v:
+                slot = (slot + one) & mask
+            q = heads[slot]
+            if q != -1 and row_of[q] == i:
+                continue  # this row holds the key already
+            keys[slot] = v
+            heads[slot] = entries
+            chain[entries] = q
+            row_of[entries] = i
+            entries += 1
+            n_keys[i] += 1
+            while q != -1:  # every earlier row holding the key (once each)
+                j = row_of[q]
+                if shared[j] == 0:
+                    touched[n_touched] = j
+                    n_touched += 1
+                shared[j] += 1
+                q = chain[q]
         if n_touched == 0:
             continue
         candidates = np.sort(touched[:n_touched])
