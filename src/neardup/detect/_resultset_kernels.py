@@ -34,6 +34,27 @@ MIN_SHARED_KEYS = 4
 _FIB = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing multiplier (Knuth 6.4)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _count_rows(  # pragma: no cover - compiled
+    q: int,
+    chain: Any,
+    row_of: Any,
+    shared: Any,
+    touched: Any,
+    n_touched: int,
+) -> int:
+    """Walk a key's chain of entries from ``q``: add one to ``shared`` of each entry's row,
+    listing a row in ``touched`` the first time; the new length of ``touched``."""
+    while q != -1:
+        j = row_of[q]
+        if shared[j] == 0:
+            touched[n_touched] = j
+            n_touched += 1
+        shared[j] += 1
+        q = chain[q]
+    return n_touched
+
+
 @numba.njit(cache=True, nogil=True)
 def _dedup_kernel(  # pragma: no cover - compiled
     values: Any, offsets: Any, k: int, need: Any, out: Any
@@ -79,13 +100,8 @@ def _dedup_kernel(  # pragma: no cover - compiled
             keys[slot] = v
             heads[slot] = p
             chain[p] = q
-            while q != -1:  # every earlier row holding v (each row holds v at most once)
-                j = row_of[q]
-                if shared[j] == 0:
-                    touched[n_touched] = j
-                    n_touched += 1
-                shared[j] += 1
-                q = chain[q]
+            # every earlier row holding v (each row holds v at most once)
+            n_touched = _count_rows(q, chain, row_of, shared, touched, n_touched)
         if n_touched == 0:
             continue
         candidates = np.sort(touched[:n_touched])
@@ -190,13 +206,8 @@ def _coverage_kernel(  # pragma: no cover - compiled
             row_of[entries] = i
             entries += 1
             n_keys[i] += 1
-            while q != -1:  # every earlier row holding the key (once each)
-                j = row_of[q]
-                if shared[j] == 0:
-                    touched[n_touched] = j
-                    n_touched += 1
-                shared[j] += 1
-                q = chain[q]
+            # every earlier row holding the key (once each)
+            n_touched = _count_rows(q, chain, row_of, shared, touched, n_touched)
         if n_touched == 0:
             continue
         candidates = np.sort(touched[:n_touched])
