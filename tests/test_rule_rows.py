@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._jit import forced
+from neardup.errors import SchemeMismatchError, SignatureFormatError
 from neardup.rule import VERDICTS, Profile, RuleConfig, decide, pair_features, profile
 from neardup.rule.bounds import screen, screen_rows
 from neardup.rule.features import (
@@ -18,6 +20,7 @@ from neardup.rule.features import (
     cosines,
     features_rows,
     pack_profile,
+    pack_profile_bytes,
     pack_rows,
     unpack_profile,
 )
@@ -80,6 +83,32 @@ def test_a_packed_profile_unpacks_to_the_same_profile() -> None:
         np.zeros(0, np.uint32),
     )
     assert unpack_profile(pack_profile(empty), p.scheme_id) == empty
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts(), st.integers(1, 5), st.booleans())
+def test_a_stored_profile_packs_as_the_profile_it_stores(
+    text: str, width: int, compiled: bool
+) -> None:
+    # What judging reads back from a store: its packed row straight from the stored bytes,
+    # compiled or not, is the row of the profile those bytes hold, word for word.
+    cfg = _config(width, 8)
+    data = profile(text, cfg).to_bytes()
+    expected = pack_profile(Profile.from_bytes(data, scheme_id=cfg.profile_id))
+    with forced(compiled):
+        got = pack_profile_bytes(data, cfg.profile_id)
+    assert got.dtype == np.uint64
+    assert got.tolist() == expected.tolist()
+
+
+def test_stored_profile_bytes_of_another_scheme_or_damaged_are_refused() -> None:
+    data = profile("The central bank raised its main rate again today.").to_bytes()
+    with pytest.raises(SchemeMismatchError):
+        pack_profile_bytes(data, "another-scheme")
+    sid = Profile.from_bytes(data).scheme_id
+    for bad in (data[:-1], data + b"x", b"NDPF", b""):
+        with pytest.raises(SignatureFormatError):
+            pack_profile_bytes(bad, sid)
 
 
 @settings(max_examples=150, deadline=None)

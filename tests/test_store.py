@@ -121,6 +121,8 @@ def test_log_groups_and_events(store_url: str) -> None:
         assert entries[-1].op == "event" and entries[-1].arg == "a" and entries[-1].date_us == 20
         assert [e.seq for e in store.log_since(0, limit=2)] == logs[:2]
         assert store.members_of("a") == ["b", "c"]
+        assert store.originals_of(["c", "a", "nope", "b"]) == {"a": None, "b": "a", "c": "a"}
+        assert store.originals_of([]) == {}
         assert [r.id for r in store.event_articles("a")] == ["a", "b", "c"]
         assert store.get_event("a") == EventRow("a", "a", 5, seqs[0])
         assert store.get_event("nope") is None

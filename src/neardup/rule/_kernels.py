@@ -23,6 +23,7 @@ __all__ = [
     "direction_numpy",
     "merge_count_numpy",
     "merge_count_sorted",
+    "pack_stored",
     "pair_counts",
     "pair_counts_rows",
     "row_parts",
@@ -191,6 +192,55 @@ def screen_counts(
 # --- packed profile rows (one uint64 array per profile; layout: neardup.rule.features) -------
 
 ROW_HEADER = 6  # positions, tokens, distinct shingles, terms, prose tokens, squared norm
+
+
+@njit(cache=True, nogil=True)
+def pack_stored(buf: Any, at: int, n: int, m: int, k: int) -> Any:  # pragma: no cover
+    """The packed row of a profile's stored bytes ``buf`` (``Profile.to_bytes``: its
+    ``m`` shingles start at byte ``at``, then ``n`` token flags, ``k`` terms and ``k``
+    term counts, all little-endian), on a little-endian machine, where a stored value's
+    bytes are its bytes in the row: ``pack_profile(Profile.from_bytes(buf))`` in one pass
+    (the reference; tested equal)."""
+    ordered = np.empty(m, dtype=np.uint64)
+    ordered.view(np.uint8)[:] = buf[at : at + 8 * m]
+    ordered.sort()
+    s = 0
+    for i in range(m):
+        if s == 0 or ordered[i] != ordered[s - 1]:
+            ordered[s] = ordered[i]
+            s += 1
+    count_words = (k + 1) // 2
+    row = np.zeros(ROW_HEADER + m + s + k + count_words + (n + 7) // 8, dtype=np.uint64)
+    rb = row.view(np.uint8)
+    flags_at = at + 8 * m
+    terms_at = flags_at + n
+    counts_at = terms_at + 8 * k
+    a = ROW_HEADER
+    rb[8 * a : 8 * (a + m)] = buf[at:flags_at]
+    a += m
+    row[a : a + s] = ordered[:s]
+    a += s
+    rb[8 * a : 8 * (a + k)] = buf[terms_at:counts_at]
+    a += k
+    rb[8 * a : 8 * a + 4 * k] = buf[counts_at : counts_at + 4 * k]
+    counts = row[a : a + count_words].view(np.uint32)
+    norm2 = np.uint64(0)
+    for i in range(k):
+        c = np.uint64(counts[i])
+        norm2 += c * c
+    a += count_words
+    rb[8 * a : 8 * a + n] = buf[flags_at:terms_at]
+    prose = 0
+    for j in range(n):
+        if (buf[flags_at + j] & _FURNITURE) == 0:
+            prose += 1
+    row[0] = m
+    row[1] = n
+    row[2] = s
+    row[3] = k
+    row[4] = prose
+    row[5] = norm2
+    return row
 
 
 @njit(cache=True, nogil=True)

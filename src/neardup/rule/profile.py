@@ -37,7 +37,7 @@ from neardup.shingles import hash_set, token_hashes_and_spans, word_shingles
 from neardup.sketch.shingleset import TOKEN_SEED, ShingleSetConfig
 from neardup.text import ENGLISH_STOP_WORDS, TextConfig, ensure_text
 
-__all__ = ["Profile", "RuleConfig", "profile"]
+__all__ = ["Profile", "RuleConfig", "profile", "stored_layout"]
 
 U64 = npt.NDArray[np.uint64]
 
@@ -135,6 +135,31 @@ _HEAD = struct.Struct("<4sBH")  # magic, format, scheme id length
 _SIZES = struct.Struct("<III")  # tokens, shingles, terms
 
 
+def stored_layout(view: memoryview, scheme_id: str | None) -> tuple[str, int, int, int, int]:
+    """``(scheme id, tokens, shingles, terms, offset of the shingles)`` of the bytes of
+    :meth:`Profile.to_bytes` (little-endian shingles, then token flags, terms and term
+    counts follow); ``SignatureFormatError`` when they are not a profile or their length
+    is not the one the header gives, ``SchemeMismatchError`` when ``scheme_id`` is given
+    and differs."""
+    try:
+        magic, version, sid_len = _HEAD.unpack_from(view, 0)
+        if magic != _MAGIC or version != _FORMAT:
+            raise SignatureFormatError("not a neardup text profile")
+        at = _HEAD.size
+        sid = bytes(view[at : at + sid_len]).decode("ascii")
+        at += sid_len
+        n, m, k = _SIZES.unpack_from(view, at)
+    except (struct.error, UnicodeDecodeError, ValueError) as exc:
+        raise SignatureFormatError(f"not a neardup text profile: {exc}") from exc
+    at += _SIZES.size
+    expected = at + 8 * m + n + 12 * k
+    if len(view) != expected:
+        raise SignatureFormatError(f"text profile of {len(view)} bytes, its header says {expected}")
+    if scheme_id is not None and sid != scheme_id:
+        raise SchemeMismatchError(f"a profile of scheme {sid} where {scheme_id} was expected")
+    return sid, n, m, k, at
+
+
 class Profile:
     """The profile of one text (see the module docstring); build it with :func:`profile`.
 
@@ -200,20 +225,8 @@ class Profile:
         """Read :meth:`to_bytes`; ``SignatureFormatError`` for anything else and
         ``SchemeMismatchError`` when ``scheme_id`` is given and differs."""
         view = memoryview(data)
+        sid, n, m, k, at = stored_layout(view, scheme_id)
         try:
-            magic, version, sid_len = _HEAD.unpack_from(view, 0)
-            if magic != _MAGIC or version != _FORMAT:
-                raise SignatureFormatError("not a neardup text profile")
-            at = _HEAD.size
-            sid = bytes(view[at : at + sid_len]).decode("ascii")
-            at += sid_len
-            n, m, k = _SIZES.unpack_from(view, at)
-            at += _SIZES.size
-            expected = at + 8 * m + n + 12 * k
-            if len(view) != expected:
-                raise SignatureFormatError(
-                    f"text profile of {len(view)} bytes, its header says {expected}"
-                )
             shingles = np.frombuffer(view, dtype="<u8", count=m, offset=at)
             at += 8 * m
             flags = np.frombuffer(view, dtype=np.uint8, count=n, offset=at)
@@ -221,10 +234,8 @@ class Profile:
             terms = np.frombuffer(view, dtype="<u8", count=k, offset=at)
             at += 8 * k
             counts = np.frombuffer(view, dtype="<u4", count=k, offset=at)
-        except (struct.error, UnicodeDecodeError, ValueError) as exc:
+        except ValueError as exc:
             raise SignatureFormatError(f"not a neardup text profile: {exc}") from exc
-        if scheme_id is not None and sid != scheme_id:
-            raise SchemeMismatchError(f"a profile of scheme {sid} where {scheme_id} was expected")
         return cls(
             sid,
             shingles.astype(np.uint64),

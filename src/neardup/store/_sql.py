@@ -484,6 +484,15 @@ class SqlStoreBase:
         )
         return [str(r[0]) for r in rows]
 
+    def originals_of(self, article_ids: Sequence[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for start in range(0, len(article_ids), 500):
+            chunk = list(article_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._fetchall(f"SELECT id, original FROM articles WHERE id IN ({marks})", chunk)
+            out.update((str(r[0]), None if r[1] is None else str(r[1])) for r in rows)
+        return out
+
     def set_event(self, seqs: Sequence[int], event_id: str) -> None:
         for seq in seqs:
             self._exec("UPDATE articles SET event = ? WHERE seq = ?", (event_id, int(seq)))

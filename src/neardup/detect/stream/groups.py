@@ -92,12 +92,9 @@ def _joinable(
     duplicates itself, earliest first."""
     if not dup_ids:
         return []
-    rows = store.get_many(dup_ids)
-    ids = sorted({r.original or r.id for r in rows})
-    have = {r.id: r for r in rows if r.original is None}
-    missing = [i for i in ids if i not in have]
-    for r in store.get_many(missing) if missing else []:
-        have[r.id] = r
+    originals = store.originals_of(dup_ids)
+    ids = sorted({original or i for i, original in originals.items()})
+    have = {r.id: r for r in store.get_many(ids) if r.original is None}
     verdicts = {m.id: m.verdict for m in matches}
     joinable = [
         have[i]

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from neardup.detect.stream.records import Match
 from neardup.rule import VERDICTS, Profile, RuleConfig
 from neardup.rule.bounds import screen_rows
-from neardup.rule.features import features_rows, pack_profile, pack_rows, unpack_profile
+from neardup.rule.features import features_rows, pack_profile_bytes, pack_rows, unpack_profile
 from neardup.rule.verdict import decide_many
 from neardup.store import Store
 
@@ -99,11 +99,9 @@ class ProfileCache:
         if missing:
             scheme = self.scheme
             for row in store.get_many_by_seq(missing):
-                prof = Profile.from_bytes(row.signature, scheme_id=scheme)
+                packed = pack_profile_bytes(row.signature, scheme)
                 out[row.seq] = self.remember(
-                    StoredArticle(
-                        row.seq, row.id, row.date_us, row.fingerprint, pack_profile(prof), scheme
-                    )
+                    StoredArticle(row.seq, row.id, row.date_us, row.fingerprint, packed, scheme)
                 )
         return out
 
