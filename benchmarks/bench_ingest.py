@@ -12,7 +12,8 @@ Measures, in one process, one core:
 
 * **main run**: articles/s with every decision made and committed (batches of ``--batch``,
   SQLite ``synchronous=normal``), with the split between signing (outside the transaction)
-  and deciding + storing; peak RSS; store size.  Stops at ``--n`` articles or after
+  and deciding + storing, and the rate per stretch of 16,384 articles (how it falls as the
+  store grows); peak RSS; store size.  Stops at ``--n`` articles or after
   ``--time-limit`` seconds, whichever comes first, and reports the number actually ingested
   (nothing is extrapolated).
 * **candidate settings** on the first ``--stage-n`` articles: the defaults, fewer judged
@@ -131,6 +132,11 @@ def rss_parts_mb() -> dict[str, float]:
     return parts
 
 
+#: The main run's rate is also given per stretch of this many articles (a multiple of any
+#: batch size that is a power of two up to it): how it falls as the store grows.
+STRETCH = 16_384
+
+
 def ingest_run(
     docs: list[dict[str, Any]],
     n: int,
@@ -149,6 +155,8 @@ def ingest_run(
     total_s = 0.0
     cpu_s = 0.0
     done = 0
+    stretch_cpu = 0.0  # CPU of the current stretch of STRETCH articles
+    by_stretch: list[float] = []
     chunk: list[dict[str, Any]] = []
     source = replicated(docs, n)
     while True:
@@ -162,9 +170,13 @@ def ingest_run(
         results = _decide(stream, prepared)
         t2 = time.perf_counter()
         cpu_s += time.process_time() - c0
+        stretch_cpu += time.process_time() - c0
         sign_s += t1 - t0
         total_s += t2 - t0
         done += len(chunk)
+        if done % STRETCH == 0:
+            by_stretch.append(round(STRETCH / stretch_cpu, 1))
+            stretch_cpu = 0.0
         for d, r in zip(chunk, results, strict=True):
             if isinstance(r, Decision):
                 counts[r.status] += 1
@@ -188,6 +200,7 @@ def ingest_run(
         "articles_per_s": round(done / total_s, 1),
         "cpu_seconds": round(cpu_s, 2),
         "articles_per_cpu_s": round(done / cpu_s, 1),
+        "articles_per_cpu_s_by_stretch": by_stretch,
         "sign_seconds": round(sign_s, 2),
         "decide_store_seconds": round(total_s - sign_s, 2),
         "statuses": dict(counts),
