@@ -27,7 +27,8 @@ Integrity: every log entry records the random id of the transaction that appende
 (:meth:`Store.log_txn`), and the store has a uuid made at creation (:meth:`Store.identity`):
 together they pin a state rebuilt from the log to this store's exact history
 (:mod:`neardup.store.checkpoint`).  Every article row read is checked against its stored
-text hash (``StoreCorruptError`` otherwise, naming the articles).
+text hash (``StoreCorruptError`` otherwise, naming the articles); the lookups of a few
+mutable columns (``members_of``, ``originals_of``) read no more than those columns.
 """
 
 from __future__ import annotations
