@@ -169,8 +169,9 @@ def ingest_run(
         t1 = time.perf_counter()
         results = _decide(stream, prepared)
         t2 = time.perf_counter()
-        cpu_s += time.process_time() - c0
-        stretch_cpu += time.process_time() - c0
+        spent = time.process_time() - c0
+        cpu_s += spent
+        stretch_cpu += spent
         sign_s += t1 - t0
         total_s += t2 - t0
         done += len(chunk)

@@ -185,6 +185,14 @@ def new_txn_id() -> int:
     return secrets.randbits(63) | 1
 
 
+def _in_chunks(values: Sequence[Any], size: int = 500) -> Iterator[tuple[list[Any], str]]:
+    """``values`` in lists of at most ``size``, each with its ``?,?,...`` placeholders (an
+    ``IN (...)`` list of bounded length: SQLite limits a statement's parameters)."""
+    for start in range(0, len(values), size):
+        chunk = list(values[start : start + size])
+        yield chunk, ",".join("?" * len(chunk))
+
+
 def _article(row: Sequence[Any]) -> ArticleRow:
     return ArticleRow(
         seq=int(row[0]),
@@ -436,9 +444,7 @@ class SqlStoreBase:
 
     def get_many_by_seq(self, seqs: Sequence[int]) -> list[ArticleRow]:
         out: list[ArticleRow] = []
-        for start in range(0, len(seqs), 500):
-            chunk = [int(s) for s in seqs[start : start + 500]]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks([int(s) for s in seqs]):
             out.extend(self._select_articles(f"WHERE seq IN ({marks})", chunk))
         order = {s: i for i, s in enumerate(seqs)}
         out.sort(key=lambda a: order.get(a.seq, 0))
@@ -446,9 +452,7 @@ class SqlStoreBase:
 
     def get_many(self, article_ids: Sequence[str]) -> list[ArticleRow]:
         out: list[ArticleRow] = []
-        for start in range(0, len(article_ids), 500):
-            chunk = list(article_ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks(article_ids):
             out.extend(self._select_articles(f"WHERE id IN ({marks})", chunk))
         return out
 
@@ -486,9 +490,7 @@ class SqlStoreBase:
 
     def originals_of(self, article_ids: Sequence[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
-        for start in range(0, len(article_ids), 500):
-            chunk = list(article_ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks(article_ids):
             rows = self._fetchall(f"SELECT id, original FROM articles WHERE id IN ({marks})", chunk)
             out.update((str(r[0]), None if r[1] is None else str(r[1])) for r in rows)
         return out
