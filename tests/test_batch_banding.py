@@ -167,3 +167,24 @@ def test_default_bands_weight_false_negatives() -> None:
         assert found >= 1 - (1 - threshold**equal_r) ** equal_b
     lsh = pytest.importorskip("datasketch.lsh")
     assert default_bands(0.7, 128) == lsh._optimal_param(0.7, 128, 0.1, 0.9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0, 1, 7, 2**31, 2**32 - 1, 2**32, 2**40, 2**62]),
+            st.integers(0, 40),
+        ),
+        max_size=60,
+    )
+)
+def test_unique_pairs_is_the_sorted_set_of_rows(rows: list[tuple[int, int]]) -> None:
+    """Both paths (32-bit ends packed in one word, wider ends lexsorted) against Python's
+    sorted set."""
+    pairs = np.array(
+        [(a + b, a + 2 * b) for a, b in rows] or np.empty((0, 2)), dtype=np.int64
+    ).reshape(-1, 2)
+    got = unique_pairs(pairs)
+    assert got.dtype == np.int64 and got.shape[1] == 2
+    assert [tuple(r) for r in got.tolist()] == sorted({tuple(r) for r in pairs.tolist()})

@@ -464,7 +464,7 @@ def test_work_dir_cleanup_touches_only_its_own_files(tmp_path: Path) -> None:
     assert sorted(p.name for p in work.iterdir()) == ["notes.json", "sig.keys-000000.npy.bak"]
 
 
-def _judge_every_pair(pairs, rank, pinned, judge, max_rounds=12):  # type: ignore[no-untyped-def]
+def _judge_every_pair(pairs, rank, pinned, judge, **costs):  # type: ignore[no-untyped-def]
     everything = np.arange(pairs.shape[0], dtype=np.int64)
     return judge(everything), np.ones(pairs.shape[0], dtype=bool)
 

@@ -19,9 +19,9 @@ def _graph(seed: int, n: int, m: int, clique: int) -> np.ndarray:
     return np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
 
 
-@pytest.mark.parametrize("max_rounds", [0, 1, 3, 12, 1000])
+@pytest.mark.parametrize("round_pairs", [0, 1, 3, 40, 10**9])
 @pytest.mark.parametrize("seed", range(12))
-def test_same_centers_as_judging_every_pair(seed: int, max_rounds: int) -> None:
+def test_same_centers_as_judging_every_pair(seed: int, round_pairs: int) -> None:
     rng = np.random.default_rng(1000 + seed)
     n = int(rng.integers(2, 60))
     pairs = _graph(seed, n, int(rng.integers(0, 200)), int(rng.integers(0, 15)))
@@ -37,7 +37,11 @@ def test_same_centers_as_judging_every_pair(seed: int, max_rounds: int) -> None:
         empty = PairVerdicts.empty()
         return PairVerdicts(truth[todo], scores[todo], empty.kept, empty.counts, empty.cosine)
 
-    verdicts, judged = lazy_verdicts(pairs, rank, pinned, judge, max_rounds=max_rounds)
+    # Odd seeds: pairs of unequal costs (the engine's: characters of the two texts).
+    cost = rng.integers(1, 50, pairs.shape[0]) if seed % 2 else None
+    verdicts, judged = lazy_verdicts(
+        pairs, rank, pinned, judge, round_cost=round_pairs, pair_cost=cost
+    )
     expected = center_labels(rank, pairs[duplicate, 0], pairs[duplicate, 1], pinned=pinned)
     ok = verdicts.labels == DUPLICATE
     got = center_labels(rank, pairs[ok, 0], pairs[ok, 1], pinned=pinned)
@@ -64,13 +68,46 @@ def test_a_large_cluster_needs_few_verdicts() -> None:
         return PairVerdicts(labels, np.ones(todo.shape[0]), empty.kept, empty.counts, empty.cosine)
 
     rank = np.arange(n, dtype=np.int64)
-    _, judged = lazy_verdicts(pairs, rank, np.zeros(n, dtype=bool), judge)
+    _, judged = lazy_verdicts(pairs, rank, np.zeros(n, dtype=bool), judge, round_cost=0)
     # One center: only its n - 1 edges are judged, not the n (n - 1) / 2 pairs.
     assert int(judged.sum()) == n - 1
 
 
 def test_no_pairs() -> None:
     verdicts, judged = lazy_verdicts(
-        np.empty((0, 2), np.int64), np.arange(3), np.zeros(3, bool), lambda t: PairVerdicts.empty()
+        np.empty((0, 2), np.int64),
+        np.arange(3),
+        np.zeros(3, bool),
+        lambda t: PairVerdicts.empty(),
+        round_cost=1,
     )
     assert verdicts.labels.shape == judged.shape == (0,)
+
+
+@pytest.mark.parametrize("round_pairs", [0, 5, 20])
+def test_rounds_stop_once_they_cost_what_judging_the_rest_would(round_pairs: int) -> None:
+    """A chain of distinct documents settles one document a round when judged lazily; the
+    rounds stop once ``round_pairs`` per round add up to the pairs still open."""
+    n = 200
+    pairs = np.array([(i, i + 1) for i in range(n - 1)], dtype=np.int64)
+    calls: list[int] = []
+
+    def judge(todo: np.ndarray) -> PairVerdicts:
+        calls.append(todo.shape[0])
+        empty = PairVerdicts.empty()
+        labels = np.full(todo.shape[0], NOT_DUPLICATE, dtype=np.int8)
+        return PairVerdicts(labels, np.zeros(todo.shape[0]), empty.kept, empty.counts, empty.cosine)
+
+    rank = np.arange(n, dtype=np.int64)
+    _, judged = lazy_verdicts(pairs, rank, np.zeros(n, dtype=bool), judge, round_cost=round_pairs)
+    assert judged.all()
+    if round_pairs == 0:
+        assert calls == [1] * (n - 1)
+    else:
+        # Round r (from 0) has spent r * round_pairs; the rest goes at once in a round where
+        # it is no more than that, and the rounds went on at most twice as long as needed.
+        *lazy, rest = calls
+        assert lazy == [1] * len(lazy) and rest > 1
+        assert rest == n - 1 - len(lazy) <= len(lazy) * round_pairs
+        first = next(r for r in range(1, n) if n - 1 - r <= r * round_pairs)
+        assert first <= len(lazy) <= 2 * first

@@ -191,8 +191,24 @@ def unique_pairs(pairs: I64) -> I64:
     if pairs.shape[0] == 0:
         return np.empty((0, 2), dtype=np.int64)
     view = np.ascontiguousarray(pairs, dtype=np.int64)
+    if int(view.min()) >= 0 and int(view.max()) <= _LOW:
+        # Both ends fit 32 bits: one uint64 per pair sorts in the same order, and a plain
+        # sort of one column is some 15x faster than a lexsort of two (np.unique, too).
+        packed = (view[:, 0].astype(np.uint64) << _SHIFT) | view[:, 1].astype(np.uint64)
+        packed.sort()
+        keep = np.ones(packed.shape[0], dtype=bool)
+        np.not_equal(packed[1:], packed[:-1], out=keep[1:])
+        packed = packed[keep]
+        out = np.empty((packed.shape[0], 2), dtype=np.int64)
+        out[:, 0] = packed >> _SHIFT
+        out[:, 1] = packed & np.uint64(_LOW)
+        return out
     order = np.lexsort((view[:, 1], view[:, 0]))
     view = view[order]
     keep = np.ones(view.shape[0], dtype=bool)
     keep[1:] = np.any(view[1:] != view[:-1], axis=1)
     return view[keep]
+
+
+_SHIFT = np.uint64(32)
+_LOW = 0xFFFFFFFF

@@ -63,8 +63,8 @@ from neardup.batch.io import (
     check_complete,
     input_fingerprint,
 )
-from neardup.batch.judging import profile_stage, verify_stage
-from neardup.batch.lazy import lazy_verdicts
+from neardup.batch.judging import profile_stage, release_profiles, verify_stage
+from neardup.batch.lazy import lazy_verdicts, round_chars
 from neardup.batch.ranges import splittable
 from neardup.batch.results import DedupResult, DedupSummary
 from neardup.batch.shuffle import KeyShards, shuffle_stage
@@ -276,13 +276,21 @@ def run(
     summary.profiled_documents = int(involved.shape[0])
     existing = np.asarray(meta.existing, dtype=bool)
     rank = _keep_rank(meta, existing, cfg.keep)
-    with _stage(summary, "verify"):
+    with _stage(summary, "verify"), _releasing_profiles():
         if mode == "dedup" and cfg.clusters == "centers":
             # Greedy centers consult few verdicts: judge only those (same clusters).
             def judge(todo: I64) -> PairVerdicts:
                 return verify_stage(pairs[todo], cfg, runner, work, meta, mode, False)
 
-            verdicts, judged = lazy_verdicts(pairs, rank, existing, judge)
+            chars = np.asarray(meta.lengths, dtype=np.int64)
+            verdicts, judged = lazy_verdicts(
+                pairs,
+                rank,
+                existing,
+                judge,
+                round_cost=round_chars(pairs.shape[0]),
+                pair_cost=chars[pairs[:, 0]] + chars[pairs[:, 1]],
+            )
         else:
             verdicts = verify_stage(pairs, cfg, runner, work, meta, mode, progress)
             judged = np.ones(pairs.shape[0], dtype=bool)
@@ -309,6 +317,15 @@ def _stage(summary: DedupSummary, name: str) -> Iterator[None]:
         yield
     finally:
         summary.stage_seconds[name] = time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def _releasing_profiles() -> Iterator[None]:
+    """Unmap the profiles the judging kept mapped, once it is over (or failed)."""
+    try:
+        yield
+    finally:
+        release_profiles()
 
 
 def _summarise(result: DedupResult, parts: list[I64], stats: ReadStats, mode: str) -> None:

@@ -11,6 +11,8 @@ do not share it (Dask), receiving them from the driver.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -100,6 +102,30 @@ def _profile_task(
 _PROFILE_NAMES = [f.name for f in dataclasses.fields(ProfileRows)]
 
 
+def _mapped(file: Path) -> np.ndarray:
+    """``file`` memory-mapped, from the process's cache while the file is the same one (a
+    file written again, by another run, has another inode or time): lazy judging reads
+    the same partitions once a round, and mapping a file costs more than judging a few
+    pairs."""
+    try:
+        st = os.stat(file)
+        return _mapped_as(str(file), (st.st_ino, st.st_mtime_ns, st.st_size))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"work file {file.name} is unreadable: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=4096)
+def _mapped_as(file: str, stamp: tuple[int, int, int]) -> np.ndarray:
+    arr: np.ndarray = np.load(file, mmap_mode="r")
+    return arr
+
+
+def release_profiles() -> None:
+    """Unmap the work files :func:`_mapped` keeps (call when a run's judging is over, so
+    that removing the work directory frees its disk space)."""
+    _mapped_as.cache_clear()
+
+
 def _gather_profiles(work_path: Path, starts: I64, docs: I64) -> ProfileRows:
     """The saved profiles of documents ``docs`` (ascending ordinals; partitions start at
     ``starts``), read memory-mapped from the work directory: only their pages are touched."""
@@ -109,11 +135,7 @@ def _gather_profiles(work_path: Path, starts: I64, docs: I64) -> ProfileRows:
         local = docs[owner == p] - starts[p]
         arrays: dict[str, np.ndarray] = {}
         for name in ["rows", *_PROFILE_NAMES]:
-            file = work_path / f"pay.{name}-{p:06d}.npy"
-            try:
-                arrays[name] = np.load(file, mmap_mode="r")
-            except (OSError, ValueError) as exc:
-                raise StoreError(f"work file {file.name} is unreadable: {exc}") from exc
+            arrays[name] = _mapped(work_path / f"pay.{name}-{p:06d}.npy")
         where = np.searchsorted(arrays["rows"], local)
         pieces.append(ProfileRows.from_arrays(arrays).take(where))
     return ProfileRows.concat(pieces)
