@@ -69,26 +69,23 @@ def _sweep(
 
 @njit(cache=True)  # type: ignore[misc]
 def _consultable(starts: I64, lower: I64, edge: I64, state: I8, status: I8) -> I64:
-    """The unjudged edges a later round may still ask for, ascending: higher-ranked end
-    open, lower end not a member.  Only the open documents' edges are read (late rounds,
-    when it is asked, leave few open)."""
-    found = np.zeros(state.shape[0], dtype=np.bool_)
-    count = 0
+    """The unjudged edges a later round may still ask for: higher-ranked end open, lower end
+    not a member.  Only the open documents' edges are read, once (each edge is listed
+    under its worse-ranked end)."""
+    room = 0
     for x in range(status.shape[0]):
-        if status[x] != _OPEN:
-            continue
-        for k in range(starts[x], starts[x + 1]):
-            e = edge[k]
-            if state[e] == _UNJUDGED and status[lower[k]] != _MEMBER:
-                found[e] = True
-                count += 1
-    out = np.empty(count, dtype=np.int64)
+        if status[x] == _OPEN:
+            room += starts[x + 1] - starts[x]
+    out = np.empty(room, dtype=np.int64)
     j = 0
-    for e in range(found.shape[0]):
-        if found[e]:
-            out[j] = e
-            j += 1
-    return out
+    for x in range(status.shape[0]):
+        if status[x] == _OPEN:
+            for k in range(starts[x], starts[x + 1]):
+                e = edge[k]
+                if state[e] == _UNJUDGED and status[lower[k]] != _MEMBER:
+                    out[j] = e
+                    j += 1
+    return out[:j]
 
 
 def _ends(rank: I64, pairs: I64) -> tuple[I64, I64]:
@@ -142,8 +139,8 @@ def lazy_verdicts(
     lower end not a member), those edges are judged together and one more sweep asks for
     nothing.  ``round_cost`` is what a round costs beside its verdicts and ``pair_cost``
     what judging each pair costs (1 each by default), in one unit (the engine's: characters
-    of text, :func:`round_chars`).  The rest is costed each time the rounds' cost has
-    doubled, so the rounds cost at most about twice the judging they could have saved.
+    of text, :func:`round_chars`).  The rest is costed each time the rounds' cost has grown
+    by half, so the rounds go on at most about half as long again as that rule says.
     Clusters are the same whatever the costs are; which pairs are judged (and carry a
     score) depends on them."""
     m = pairs.shape[0]
@@ -162,10 +159,11 @@ def lazy_verdicts(
             break
         todo = np.flatnonzero(ask).astype(np.int64)
         if spent and spent >= check:
-            # Counting the rest reads every open document's edges: done only each time
-            # the rounds' cost has doubled since the last count.
-            check = 2 * spent
-            rest = _consultable(starts, lower, edge, state, status)
+            # Costing the rest reads every open document's edges (most of the edges, late
+            # in a run on large clusters): done only when the rounds' cost has grown by
+            # half since the last time.
+            check = spent + spent // 2
+            rest = np.sort(_consultable(starts, lower, edge, state, status))
             cost = rest.shape[0] if pair_cost is None else int(pair_cost[rest].sum())
             if cost <= spent:
                 todo = rest
