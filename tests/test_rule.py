@@ -12,7 +12,7 @@ from neardup.errors import InputTypeError, SchemeMismatchError, SignatureFormatE
 from neardup.rule import Profile, RuleConfig, judge, pair_features, profile, shared_passages
 from neardup.rule._kernels import direction_numpy, merge_count_numpy, weighted_dot_numpy
 from neardup.rule.features import Direction, direction_reference, features_reference
-from neardup.rule.junk import FURNITURE, QUOTED, paragraph_spans
+from neardup.rule.junk import FURNITURE, QUOTED, paragraph_spans, token_flags
 from neardup.sketch.shingleset import sign_shingles
 
 STORY = [
@@ -104,6 +104,40 @@ def test_quoted_words_are_flagged() -> None:
     quoted = [bool(f & QUOTED) for f in p.flags.tolist()]
     assert quoted[2:10] == [True] * 8
     assert not any(quoted[:2]) and not any(quoted[10:])
+
+
+def _quoted_by_character(text: str, starts: list[int]) -> list[bool]:
+    """Brute force: walk each paragraph's characters, marking every character from an
+    opening mark to its closing one (curly and guillemet marks open or close; a straight
+    quote does either), then read each token's first character."""
+    inside = [False] * (len(text) + 1)
+    for s, e in paragraph_spans(text):
+        open_at = None
+        for i in range(s, e):
+            c = text[i]
+            if c in "“«„":
+                open_at = i
+            elif c in "”»":
+                if open_at is not None:
+                    inside[open_at : i + 1] = [True] * (i + 1 - open_at)
+                open_at = None
+            elif c == '"':
+                if open_at is None:
+                    open_at = i
+                else:
+                    inside[open_at : i + 1] = [True] * (i + 1 - open_at)
+                    open_at = None
+    return [inside[at] for at in starts]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='ab .,"“”«»„\n', max_size=120))
+def test_quoted_flags_are_those_of_a_walk_over_the_characters(page: str) -> None:
+    starts = [
+        i for i, c in enumerate(page) if c.isalpha() and (i == 0 or not page[i - 1].isalpha())
+    ]
+    flags = token_flags(page, np.array(starts, dtype=np.int64), min_paragraph_tokens=8)
+    assert [bool(f & QUOTED) for f in flags.tolist()] == _quoted_by_character(page, starts)
 
 
 # --- profile ------------------------------------------------------------------------------

@@ -158,25 +158,41 @@ def _furniture(
     return out
 
 
-def _quoted_chars(text: str, paras: Sequence[tuple[int, int]]) -> npt.NDArray[np.bool_]:
-    """Per character: inside a pair of quotation marks closed in the same paragraph."""
-    inside = np.zeros(len(text) + 1, dtype=np.bool_)
-    for s, e in paras:
-        open_at: int | None = None
-        for m in _QUOTE_RE.finditer(text, s, e):
-            mark = m.group()
-            if mark in _OPENING:
-                open_at = m.start()
-            elif mark in _CLOSING:
-                if open_at is not None:
-                    inside[open_at : m.end()] = True
-                open_at = None
-            elif open_at is None:  # a straight quote opens or closes
-                open_at = m.start()
-            else:
-                inside[open_at : m.end()] = True
-                open_at = None
-    return inside
+def _quoted_spans(text: str, paras: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[start, end)`` of each pair of quotation marks closed in the same paragraph, marks
+    included, in text order (disjoint)."""
+    spans: list[tuple[int, int]] = []
+    ends = iter([e for _, e in paras])
+    end = -1
+    open_at = -1
+    # Every mark lies in a paragraph (paragraphs hold every non-space character).
+    for m in _QUOTE_RE.finditer(text):
+        at = m.start()
+        if at >= end:  # a new paragraph: an open mark does not carry over
+            end = next(e for e in ends if e > at)
+            open_at = -1
+        mark = text[at]
+        if mark in _OPENING:
+            open_at = at
+        elif mark in _CLOSING:
+            if open_at >= 0:
+                spans.append((open_at, at + 1))
+            open_at = -1
+        elif open_at < 0:  # a straight quote opens or closes
+            open_at = at
+        else:
+            spans.append((open_at, at + 1))
+            open_at = -1
+    return spans
+
+
+def _mark_within(
+    flags: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], spans: list[tuple[int, int]]
+) -> None:
+    """Add ``QUOTED`` to the tokens whose first character lies in one of ``spans``."""
+    bounds = np.searchsorted(starts, np.array(spans, dtype=np.int64).reshape(-1)).tolist()
+    for k in range(0, len(bounds), 2):
+        flags[bounds[k] : bounds[k + 1]] |= QUOTED
 
 
 def token_flags(
@@ -196,14 +212,19 @@ def token_flags(
     if n == 0:
         return flags
     paras = paragraph_spans(text)
-    bounds = np.fromiter((s for s, _ in paras), dtype=np.int64, count=len(paras))
-    para_of = np.searchsorted(bounds, starts, side="right") - 1
-    counts = np.bincount(para_of, minlength=len(paras)).tolist()
+    if len(paras) == 1:
+        para_of = np.zeros(n, dtype=np.int64)
+        counts = [n]
+    else:
+        bounds = np.array([s for s, _ in paras], dtype=np.int64)
+        para_of = np.searchsorted(bounds, starts, side="right") - 1
+        counts = np.bincount(para_of, minlength=len(paras)).tolist()
     marks = _furniture(text, paras, counts, min_paragraph_tokens)
-    junk = np.zeros(len(paras), dtype=np.bool_)
-    for cue in cues:
-        junk |= np.asarray(marks[cue], dtype=np.bool_)
-    flags[junk[para_of]] |= FURNITURE
+    junk = [any(marks[cue][i] for cue in cues) for i in range(len(paras))]
+    if any(junk):
+        flags[np.array(junk, dtype=np.bool_)[para_of]] = FURNITURE
     if quotes and _QUOTE_RE.search(text) is not None:
-        flags[_quoted_chars(text, paras)[starts]] |= QUOTED
+        spans = _quoted_spans(text, paras)
+        if spans:
+            _mark_within(flags, starts, spans)
     return flags
