@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from neardup._jit import forced
 from neardup.batch.lazy import lazy_verdicts
 from neardup.batch.unionfind import center_labels
 from neardup.batch.verify import DUPLICATE, NOT_DUPLICATE, PairVerdicts
@@ -111,3 +112,30 @@ def test_rounds_stop_once_they_cost_what_judging_the_rest_would(round_pairs: int
         assert rest == n - 1 - len(lazy) <= len(lazy) * round_pairs
         first = next(r for r in range(1, n) if n - 1 - r <= r * round_pairs)
         assert first <= len(lazy) <= 1.5 * first + 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_python_sweep_asks_what_the_compiled_one_does(seed: int) -> None:
+    """Small jobs sweep in the kernels' own Python (no numba to load): same judged pairs,
+    same verdicts, same calls as the compiled sweep."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    pairs = _graph(seed, n, 120, 12)
+    truth = np.where(rng.random(pairs.shape[0]) < 0.5, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
+    rank = rng.permutation(n).astype(np.int64)
+    pinned = rng.random(n) < 0.1
+    results = []
+    for compiled in (True, False):
+        asked: list[list[int]] = []
+
+        def judge(todo: np.ndarray, log: list[list[int]] = asked) -> PairVerdicts:
+            log.append(todo.tolist())
+            empty = PairVerdicts.empty()
+            return PairVerdicts(
+                truth[todo], np.ones(todo.shape[0]), empty.kept, empty.counts, empty.cosine
+            )
+
+        with forced(compiled):
+            verdicts, judged = lazy_verdicts(pairs, rank, pinned, judge, round_cost=3)
+        results.append((verdicts.labels.tolist(), judged.tolist(), asked))
+    assert results[0] == results[1]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from neardup._jit import njit
+from neardup._jit import compiled_worthwhile, njit
 from neardup.batch.verify import DUPLICATE, NOT_DUPLICATE, PairVerdicts
 
 I64 = npt.NDArray[np.int64]
@@ -115,6 +115,11 @@ ROUND_CHARS = 5_000_000
 SWEEP_EDGES_PER_CHAR = 8
 
 
+# Estimated cost of one pair or document of a sweep run as plain Python, for
+# neardup._jit.compiled_worthwhile (a few rounds of element-wise numpy indexing).
+_PYTHON_NS_PER_ITEM = 3_000
+
+
 def round_chars(pairs: int) -> int:
     """The cost of one round of lazy judging over ``pairs`` candidate pairs, in characters
     of text judged (:data:`ROUND_CHARS` plus the sweep's share)."""
@@ -151,10 +156,15 @@ def lazy_verdicts(
         return PairVerdicts(labels, scores, *_no_features()), state >= 0
     order = np.argsort(rank, kind="stable").astype(np.int64)
     starts, lower, edge = _lower_csr(rank, pairs)
+    # A small job's sweeps run the kernels' own Python (the same code, uncompiled), so that
+    # judging a few pairs never waits for numba to load (neardup._jit).
+    compiled = compiled_worthwhile(_PYTHON_NS_PER_ITEM * (m + order.shape[0]))
+    sweep = _sweep if compiled else _sweep.py_func
+    consultable = _consultable if compiled else _consultable.py_func
     pin = np.ascontiguousarray(pinned, dtype=np.bool_)
     spent = check = 0
     while True:
-        ask, status = _sweep(order, starts, lower, edge, pin, state)
+        ask, status = sweep(order, starts, lower, edge, pin, state)
         if not ask.any():
             break
         todo = np.flatnonzero(ask).astype(np.int64)
@@ -163,7 +173,7 @@ def lazy_verdicts(
             # in a run on large clusters): done only when the rounds' cost has grown by
             # half since the last time.
             check = spent + spent // 2
-            rest = np.sort(_consultable(starts, lower, edge, state, status))
+            rest = np.sort(consultable(starts, lower, edge, state, status))
             cost = rest.shape[0] if pair_cost is None else int(pair_cost[rest].sum())
             if cost <= spent:
                 todo = rest
