@@ -27,7 +27,14 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast, overload
 
-__all__ = ["REFERENCE_BUDGET", "compiled_entry", "compiled_worthwhile", "forced", "njit"]
+__all__ = [
+    "REFERENCE_BUDGET",
+    "compiled_entry",
+    "compiled_worthwhile",
+    "forced",
+    "njit",
+    "uncompiled",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,6 +66,12 @@ def compiled_worthwhile(cost_ns: int) -> bool:
             return True
         _spent += cost_ns
     return False
+
+
+def uncompiled(kernel: F) -> F:
+    """The plain Python function of a kernel made by :func:`njit`, loaded or not (the same
+    code, run by the interpreter: the reference of a small piece of work)."""
+    return cast(F, cast(Any, kernel).py_func)
 
 
 @contextlib.contextmanager

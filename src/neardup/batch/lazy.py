@@ -8,7 +8,8 @@ fate they already decide, and judges the edges a still-open document needs next 
 unjudged edge to a known center ranked before its first open neighbour).  When no edge is
 asked for, every edge the greedy pass consults has been judged, so greedy centers on the
 judged duplicate edges equal greedy centers on all verdicts.  Unjudged edges are treated as
-not duplicates, which greedy never looks at.
+not duplicates, which greedy never looks at.  Rounds cost something of their own, so they
+stop once they have cost as much as judging the rest at once (:func:`lazy_verdicts`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from neardup._jit import compiled_worthwhile, njit
+from neardup._jit import compiled_worthwhile, njit, uncompiled
 from neardup.batch.verify import DUPLICATE, NOT_DUPLICATE, PairVerdicts
 
 I64 = npt.NDArray[np.int64]
@@ -159,8 +160,8 @@ def lazy_verdicts(
     # A small job's sweeps run the kernels' own Python (the same code, uncompiled), so that
     # judging a few pairs never waits for numba to load (neardup._jit).
     compiled = compiled_worthwhile(_PYTHON_NS_PER_ITEM * (m + order.shape[0]))
-    sweep = _sweep if compiled else _sweep.py_func
-    consultable = _consultable if compiled else _consultable.py_func
+    sweep = _sweep if compiled else uncompiled(_sweep)
+    consultable = _consultable if compiled else uncompiled(_consultable)
     pin = np.ascontiguousarray(pinned, dtype=np.bool_)
     spent = check = 0
     while True:
