@@ -169,7 +169,7 @@ def _quoted_spans(text: str, paras: Sequence[tuple[int, int]]) -> list[tuple[int
     for m in _QUOTE_RE.finditer(text):
         at = m.start()
         if at >= end:  # a new paragraph: an open mark does not carry over
-            end = next(e for e in ends if e > at)
+            end = next((e for e in ends if e > at), len(text))
             open_at = -1
         mark = text[at]
         if mark in _OPENING:
