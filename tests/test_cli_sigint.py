@@ -138,19 +138,22 @@ def test_dedup_interrupted_at_any_moment_leaves_output_complete_or_absent(
     assert not (tmp_path / "out.jsonl.work").exists()
 
 
-def test_pairs_interrupted_writes_nothing(tmp_path: Path) -> None:
+def test_pairs_interrupted_leaves_output_complete_or_absent(tmp_path: Path) -> None:
     corpus = make_corpus(tmp_path / "in.jsonl", 8_000)
     out = tmp_path / "pairs.jsonl"
     proc = start(["pairs", str(corpus), "-o", str(out)], tmp_path)
-    time.sleep(1.0)
+    time.sleep(0.5)
     code, _, err = interrupt(proc)
     if code == 0:
         check_complete(out)  # a fast machine finished first
         return
     assert_clean_stop(code, err)
-    with pytest.raises(IncompleteOutputError):
-        check_complete(out)
     assert not list(tmp_path.glob("*.partial"))
+    if out.exists():
+        check_complete(out)  # the rows were all written just before the signal was handled
+    else:
+        with pytest.raises(IncompleteOutputError):
+            check_complete(out)
 
 
 def test_ingest_interrupted_after_a_batch_keeps_every_printed_decision(tmp_path: Path) -> None:
