@@ -224,6 +224,49 @@ def test_numpy_features_equal_the_reference(a: str, b: str, width: int) -> None:
     assert dot == sum(v * tb[k] for k, v in ta.items() if k in tb)
 
 
+_WORDS = st.integers(0, 2**64 - 1) | st.sampled_from([0, 1, 2**63, 2**64 - 1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_WORDS, max_size=60, unique=True),
+    st.lists(_WORDS, max_size=60, unique=True),
+    st.lists(_WORDS, max_size=300),
+    st.integers(1, 6),
+)
+def test_compiled_primitives_equal_python_sets(
+    a: list[int], b: list[int], x: list[int], width: int
+) -> None:
+    # The branch-free merges, the hash table and both lookups of direction() (table and
+    # binary search) against Python's sets.
+    from neardup.rule import _kernels as k
+
+    sa = np.array(sorted(a), dtype=np.uint64)
+    sb = np.array(sorted(b), dtype=np.uint64)
+    assert k.merge_count_sorted(sa, sb) == len(set(a) & set(b))
+    wa = np.arange(1, sa.shape[0] + 1, dtype=np.uint32)
+    wb = np.arange(3, sb.shape[0] + 3, dtype=np.uint32)
+    weight_b = dict(zip(sorted(b), wb.tolist(), strict=True))
+    expected_dot = sum(
+        w * weight_b[v] for v, w in zip(sorted(a), wa.tolist(), strict=True) if v in weight_b
+    )
+    assert k.weighted_dot(sa, wa, sb, wb) == expected_dot
+    marks = np.ones(sa.shape[0], dtype=np.bool_)
+    assert k._shared_marks(sa, sb, marks) == len(set(a) & set(b))
+    assert marks.tolist() == [v in set(b) for v in sorted(a)]
+    keys, at, shift = k.probe_table(sb)
+    for v in [*sorted(a), *sorted(b)]:
+        j = k.index_in(keys, at, shift, np.uint64(v))
+        assert (j >= 0) == (v in set(b)) and (j < 0 or int(sb[j]) == v)
+    xs = np.array(x, dtype=np.uint64)
+    flags = np.zeros(xs.shape[0] + width - 1, dtype=np.uint8)
+    # y's set small (table) and large (binary search) against the same x
+    for y in (sb, np.unique(np.concatenate([sb, np.arange(9 * xs.shape[0] + 1, dtype=np.uint64)]))):
+        hit = np.isin(xs, y)
+        got = k.direction(xs, flags, y, width)
+        assert got == direction_numpy(xs, flags, y, width), (hit, got)
+
+
 def test_direction_reference_counts_by_hand() -> None:
     # Five tokens, width 2: shingles (t0 t1) (t1 t2) (t2 t3) (t3 t4); the second text holds
     # the first two, so tokens t0..t2 are found and the run is 3.

@@ -1,11 +1,13 @@
 """Compiled pair features of the judgement (private; features, never verdicts).
 
 :func:`direction` measures how much of one text ``x`` is found in another text ``y``: its
-shingles (text order) are looked up in ``y``'s sorted distinct shingles, a token counts as
-found when a found shingle covers it, and the longest run of found prose is measured.  One
-pass over ``x``'s tokens after one binary search per shingle: O(m log k).  Equal to the
-pure-Python reference :func:`neardup.rule.features.direction_reference` (tested with
-hypothesis).  Deterministic; no allocation beyond one boolean array of ``x``'s shingles.
+shingles (text order) are looked up in ``y``'s distinct shingles, a token counts as found
+when a found shingle covers it, and the longest run of found prose is measured.  A lookup is
+one probe of a hash table of ``y``'s set (:func:`probe_table`: O(m + k), its table
+O(k) memory), or a binary search when ``y``'s set is more than eight times ``x``'s shingles.
+Equal to the pure-Python reference :func:`neardup.rule.features.direction_reference`
+(tested with hypothesis).  The merges of two sorted sets step without branches (which side
+advances is a coin toss on hashed values).  Deterministic.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from neardup._jit import njit
+from neardup._mix import GOLDEN
 
 __all__ = [
     "ROW_HEADER",
@@ -38,6 +41,43 @@ _QUOTED = 2
 
 
 @njit(cache=True, nogil=True)
+def probe_table(values: Any) -> Any:  # pragma: no cover
+    """An open-addressing table of distinct ``values`` (Fibonacci hashing, load at most
+    1/2, linear probing): ``(keys, at, shift)``, read by :func:`index_in`.  Built once for
+    one text, it answers "is this value in my set?" for each of many candidates in about
+    one probe a value, where a binary search takes log2 of the set's size in branches that
+    mispredict half the time."""
+    n = values.shape[0]
+    bits = 3
+    while (1 << bits) < 2 * n:
+        bits += 1
+    keys = np.zeros(1 << bits, dtype=np.uint64)
+    at = np.full(1 << bits, -1, dtype=np.int32)
+    shift = np.uint64(64 - bits)
+    mask = np.uint64((1 << bits) - 1)
+    for i in range(n):
+        v = np.uint64(values[i])
+        s = (v * GOLDEN) >> shift
+        while at[s] >= 0:
+            s = (s + np.uint64(1)) & mask
+        keys[s] = v
+        at[s] = i
+    return keys, at, shift
+
+
+@njit(cache=True, nogil=True, inline="always")
+def index_in(keys: Any, at: Any, shift: Any, v: Any) -> Any:  # pragma: no cover
+    """The index of ``v`` in the values of a :func:`probe_table` (-1: absent)."""
+    mask = np.uint64(keys.shape[0] - 1)
+    s = (np.uint64(v) * GOLDEN) >> shift
+    while True:
+        j = at[s]
+        if j < 0 or keys[s] == v:
+            return j
+        s = (s + np.uint64(1)) & mask
+
+
+@njit(cache=True, nogil=True)
 def direction(x_shingles: Any, x_flags: Any, y_set: Any, width: int) -> Any:  # pragma: no cover
     """``(found_prose, prose, found_tokens, tokens, passage)`` of ``x`` in ``y``.
 
@@ -47,7 +87,12 @@ def direction(x_shingles: Any, x_flags: Any, y_set: Any, width: int) -> Any:  # 
     m = x_shingles.shape[0]
     k = y_set.shape[0]
     hit = np.zeros(m, dtype=np.bool_)
-    for p in range(m):
+    if 8 * m >= k:  # a table of y's set pays for itself
+        keys, at, shift = probe_table(y_set)
+        for p in range(m):
+            hit[p] = index_in(keys, at, shift, x_shingles[p]) >= 0
+        return _runs(hit, x_flags, width)
+    for p in range(m):  # a few shingles against a large set: binary searches
         v = x_shingles[p]
         lo, hi = 0, k
         while lo < hi:
@@ -97,16 +142,13 @@ def merge_count_sorted(a: Any, b: Any) -> int:  # pragma: no cover
     """Equal values of two sorted distinct arrays, by one merge pass."""
     i = j = found = 0
     n, m = a.shape[0], b.shape[0]
+    # Branch-free steps: on hashed values which side advances is a coin toss, which a
+    # branch mispredicts half the time.
     while i < n and j < m:
         x, y = a[i], b[j]
-        if x == y:
-            found += 1
-            i += 1
-            j += 1
-        elif x < y:
-            i += 1
-        else:
-            j += 1
+        found += x == y
+        i += x <= y
+        j += y <= x
     return found
 
 
@@ -116,16 +158,11 @@ def weighted_dot(a: Any, wa: Any, b: Any, wb: Any) -> int:  # pragma: no cover
     i = j = 0
     n, m = a.shape[0], b.shape[0]
     total = 0
-    while i < n and j < m:
+    while i < n and j < m:  # branch-free steps, as merge_count_sorted
         x, y = a[i], b[j]
-        if x == y:
-            total += int(wa[i]) * int(wb[j])
-            i += 1
-            j += 1
-        elif x < y:
-            i += 1
-        else:
-            j += 1
+        total += int(wa[i]) * int(wb[j]) * (x == y)
+        i += x <= y
+        j += y <= x
     return total
 
 
@@ -353,18 +390,13 @@ def _shared_marks(a_set: Any, b_set: Any, marks: Any) -> int:  # pragma: no cove
     """Mark the values of ``a_set`` found in ``b_set`` (one merge); the number marked."""
     i = j = found = 0
     n, m = a_set.shape[0], b_set.shape[0]
-    while i < n and j < m:
+    while i < n and j < m:  # branch-free steps, as merge_count_sorted
         x, y = a_set[i], b_set[j]
-        if x == y:
-            marks[i] = True
-            found += 1
-            i += 1
-            j += 1
-        elif x < y:
-            marks[i] = False
-            i += 1
-        else:
-            j += 1
+        # The last write to marks[i] is the one made as i moves on (x <= y): x == y.
+        marks[i] = x == y
+        found += x == y
+        i += x <= y
+        j += y <= x
     while i < n:
         marks[i] = False
         i += 1
@@ -389,8 +421,9 @@ def pair_counts_rows(
     floats ``(coverage of a, coverage of the row, cosine)`` made of them.
 
     ``a_rank[p]``: the index of ``a_shingles[p]`` in ``a_set``; ``a``'s shingles found in a
-    row are then read from one merge of the two sets instead of a binary search each (the
-    same counts as :func:`direction`)."""
+    row are read from one merge of the two sets (marking the values of ``a_set`` found),
+    and the row's shingles found in ``a`` from ``a_set``'s :func:`probe_table`, built once
+    for all the rows: the same counts as :func:`direction`."""
     out = np.zeros((select.shape[0], 12), dtype=np.int64)
     values = np.zeros((select.shape[0], 3), dtype=np.float64)
     a_norm2 = np.int64(0)
@@ -398,7 +431,12 @@ def pair_counts_rows(
         a_norm2 += np.int64(a_counts[i]) * np.int64(a_counts[i])
     marks = np.zeros(a_set.shape[0], dtype=np.bool_)
     hit = np.zeros(a_shingles.shape[0], dtype=np.bool_)
+    longest = np.int64(0)
+    for j in range(select.shape[0]):
+        longest = max(longest, np.int64(rows[offsets[select[j]]]))
+    hit_row = np.zeros(longest, dtype=np.bool_)
     a_prose = _prose_counts(a_flags)
+    s_keys, s_at, s_shift = probe_table(a_set)
     for j in range(select.shape[0]):
         shingles, flags, shingle_set, terms, term_counts = row_parts(rows, offsets[select[j]])
         shared = _shared_marks(a_set, shingle_set, marks)
@@ -414,7 +452,10 @@ def pair_counts_rows(
         for p in range(a_shingles.shape[0]):
             hit[p] = marks[a_rank[p]]
         fa, pa, ta, na, ra = _runs(hit, a_flags, width)
-        fb, pb, tb, nb, rb = direction(shingles, flags, a_set, width)
+        m = shingles.shape[0]
+        for p in range(m):
+            hit_row[p] = index_in(s_keys, s_at, s_shift, shingles[p]) >= 0
+        fb, pb, tb, nb, rb = _runs(hit_row[:m], flags, width)
         out[j, 1] = fa
         out[j, 2] = pa
         out[j, 3] = ta
