@@ -18,6 +18,7 @@ from neardup.detect.story import EventConfig, StoryConfig
 from neardup.detect.stream import CandidateConfig, Decision, NewsStream, StreamConfig
 from neardup.detect.stream.candidates import passage_fingerprints
 from neardup.errors import (
+    ConfigError,
     ConflictError,
     InputError,
     InputTooLargeError,
@@ -259,6 +260,42 @@ def test_default_candidates_keep_every_duplicate_of_the_oracle(
     kept = sum(1 for i in similar if got[i].status == "similar")
     assert similar and kept >= 0.95 * len(similar)
     stream.close()
+
+
+def test_the_profile_cache_bound_trades_time_never_decisions(
+    planted: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    import numpy as np
+
+    from neardup.detect.stream.judging import ProfileCache, StoredArticle
+
+    docs = planted[:400]
+    full = NewsStream(open_store(str(tmp_path / "a.db")), StreamConfig(stories=NO_EVENTS))
+    none = NewsStream(
+        open_store(str(tmp_path / "b.db")), StreamConfig(stories=NO_EVENTS), profile_cache_bytes=0
+    )
+    small = NewsStream(
+        open_store(str(tmp_path / "c.db")),
+        StreamConfig(stories=NO_EVENTS),
+        profile_cache_bytes=100_000,
+    )
+    want = run(full, docs)
+    for stream in (none, small):
+        got = run(stream, docs)
+        assert {i: repr(d) for i, d in got.items()} == {i: repr(d) for i, d in want.items()}
+    assert len(none._profiles) == 0 and none._profiles.bytes == 0
+    assert 0 < small._profiles.bytes <= 100_000 < full._profiles.bytes
+    for stream in (full, none, small):
+        stream.close()
+
+    cache = ProfileCache("s", max_bytes=3 * (800 + 256))
+    row = np.zeros(100, dtype=np.uint64)  # 800 bytes
+    for seq in range(5):
+        cache.remember(StoredArticle(seq, f"a{seq}", None, 0, row, "s"))
+    cache.remember(StoredArticle(3, "a3", None, 0, row, "s"))  # replaced, not counted twice
+    assert list(cache._cache) == [2, 4, 3] and cache.bytes == 3 * (800 + 256)
+    with pytest.raises(ConfigError):
+        ProfileCache("s", max_bytes=-1)
 
 
 PARAS = [

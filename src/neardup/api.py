@@ -39,6 +39,7 @@ from neardup.config import check_int
 from neardup.detect.stored import StoredResultSets
 from neardup.detect.story import EventReport
 from neardup.detect.stream import Decision, Match, NewsStream, StreamConfig
+from neardup.detect.stream.judging import PROFILE_CACHE_BYTES
 from neardup.errors import NearDupError
 from neardup.records import Article, epoch_us, from_epoch_us, parse_date
 from neardup.rule import Verdict
@@ -117,6 +118,8 @@ class NewsIndex:
     store's log at every start).  ``signature_cache``: result-set signatures of stored
     articles kept in memory per scheme for :meth:`dedup` (0: none; they are recomputed from
     the stored text when evicted, so the bound trades time, never answers).
+    ``profile_cache_bytes``: memory for stored articles' profiles kept for judging new ones
+    (512 MiB; evicted ones are read back from the store: time, never answers).
     """
 
     def __init__(
@@ -127,6 +130,7 @@ class NewsIndex:
         checkpoint: str | None = "auto",
         checkpoint_every: int = 200_000,
         signature_cache: int = 100_000,
+        profile_cache_bytes: int = PROFILE_CACHE_BYTES,
     ) -> None:
         check_int("signature_cache", signature_cache, low=0)
         path = default_checkpoint(store) if checkpoint == "auto" else checkpoint
@@ -134,7 +138,11 @@ class NewsIndex:
         backend = open_store(store)
         try:
             self._stream = NewsStream(
-                backend, config, checkpoint_path=path, checkpoint_every=checkpoint_every
+                backend,
+                config,
+                checkpoint_path=path,
+                checkpoint_every=checkpoint_every,
+                profile_cache_bytes=profile_cache_bytes,
             )
         except BaseException:
             backend.close()

@@ -55,6 +55,7 @@ from neardup.detect.stream.candidates import passage_fingerprints
 from neardup.detect.stream.config import StreamConfig
 from neardup.detect.stream.groups import place
 from neardup.detect.stream.judging import (
+    PROFILE_CACHE_BYTES,
     ProfileCache,
     StoredArticle,
     in_time,
@@ -109,7 +110,10 @@ class NewsStream:
 
     Not thread-safe by itself (the API object serialises calls).  ``checkpoint_path``: where
     the in-memory indexes are checkpointed (``None``: never; rebuilt from the store's log at
-    start); ``checkpoint_every``: articles between automatic checkpoints.
+    start); ``checkpoint_every``: articles between automatic checkpoints;
+    ``profile_cache_bytes``: memory for stored articles' profiles kept for judging (512 MiB;
+    more keeps a long stream's late copies from being read back from the store, 0 reads
+    every candidate from it: the decisions are the same).
     """
 
     def __init__(
@@ -119,6 +123,7 @@ class NewsStream:
         *,
         checkpoint_path: str | os.PathLike[str] | None = None,
         checkpoint_every: int = 200_000,
+        profile_cache_bytes: int = PROFILE_CACHE_BYTES,
     ) -> None:
         self.store = store
         self.config = config or StreamConfig()
@@ -134,7 +139,7 @@ class NewsStream:
             sort_keys=True,
         )
         self._init_meta()
-        self._profiles = ProfileCache(self.config.rule.profile_id)
+        self._profiles = ProfileCache(self.config.rule.profile_id, profile_cache_bytes)
         self._since_checkpoint = 0
         self.stats: dict[str, Any] = {"restored_from_checkpoint": 0, "replayed_log_entries": 0}
         self._state = StreamState(self.config)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from neardup.config import check_int
 from neardup.detect.stream.records import Match
 from neardup.rule import VERDICTS, Profile, RuleConfig
 from neardup.rule.bounds import screen_rows
@@ -27,12 +28,22 @@ from neardup.rule.features import features_rows, pack_profile_bytes, pack_rows, 
 from neardup.rule.verdict import decide_many
 from neardup.store import Store
 
-__all__ = ["ProfileCache", "StoredArticle", "in_time", "judge_rows", "match_of"]
+__all__ = [
+    "PROFILE_CACHE_BYTES",
+    "ProfileCache",
+    "StoredArticle",
+    "in_time",
+    "judge_rows",
+    "match_of",
+]
 
 _RANK = {"duplicate": 0, "partial": 1, "similar": 2}
-# Stored articles' profiles kept in memory (LRU, by seq): on the replicated Reuters stream a
-# copy meets its original about 20,000 articles later; a miss costs a store read.
-CACHE_SIZE = 65_536
+#: Bytes of stored articles' packed profiles kept in memory by default (LRU, by seq): about
+#: 170,000 newswire articles of Reuters' length, or 35,000 long scraped pages.  A miss costs a
+#: store read and a repacking (docs/stream.md, "Memory").
+PROFILE_CACHE_BYTES = 512 << 20
+# What an entry costs beside its packed row: the object, its dictionary slot, the array.
+_ENTRY_BYTES = 256
 
 
 class StoredArticle:
@@ -68,13 +79,16 @@ class StoredArticle:
 
 
 class ProfileCache:
-    """Stored articles' packed profiles by seq: the last ``size`` used kept in memory, the
-    others read from the store (one read per call).  Cleared when a batch rolls back (its
-    seqs may go to other articles)."""
+    """Stored articles' packed profiles by seq: the ones used last kept in memory, up to
+    ``max_bytes`` of packed rows (each counted with a small fixed overhead), the others read
+    from the store (one read per call).  Cleared when a batch rolls back (its seqs may go to
+    other articles)."""
 
-    def __init__(self, scheme: str, size: int = CACHE_SIZE) -> None:
+    def __init__(self, scheme: str, max_bytes: int = PROFILE_CACHE_BYTES) -> None:
+        check_int("profile_cache_bytes", max_bytes, low=0)
         self.scheme = scheme
-        self.size = size
+        self.max_bytes = max_bytes
+        self.bytes = 0
         self._cache: OrderedDict[int, StoredArticle] = OrderedDict()
 
     def __len__(self) -> int:
@@ -82,6 +96,7 @@ class ProfileCache:
 
     def clear(self) -> None:
         self._cache.clear()
+        self.bytes = 0
 
     def get(self, store: Store, seqs: Sequence[int]) -> dict[int, StoredArticle]:
         """What judging reads of stored articles, by seq: from memory, else one store read
@@ -106,10 +121,16 @@ class ProfileCache:
         return out
 
     def remember(self, stored: StoredArticle) -> StoredArticle:
-        """Keep ``stored`` (the least recently used one goes when full)."""
-        self._cache[stored.seq] = stored
-        if len(self._cache) > self.size:
-            self._cache.popitem(last=False)
+        """Keep ``stored`` (the least recently used ones go while over ``max_bytes``)."""
+        cache = self._cache
+        old = cache.pop(stored.seq, None)
+        if old is not None:
+            self.bytes -= old.row.nbytes + _ENTRY_BYTES
+        cache[stored.seq] = stored
+        self.bytes += stored.row.nbytes + _ENTRY_BYTES
+        while self.bytes > self.max_bytes and cache:
+            _, gone = cache.popitem(last=False)
+            self.bytes -= gone.row.nbytes + _ENTRY_BYTES
         return stored
 
 
