@@ -20,6 +20,8 @@ Measures, in one process, one core:
   candidates (``max_verified`` 8) and no story candidates (``story_candidates`` 0: only
   shared passages are judged): rate, decisions per status, and how many decisions each
   changes.
+* ``--decisions FILE`` writes the main run's decisions (id, status, original), so two
+  versions run side by side can be checked to decide alike (``cmp``);
 * ``--config JSON`` sets the main run's ``CandidateConfig`` fields (default: the defaults);
   ``--typographic`` prints every article with a news site's punctuation.
 * **durability**: ``synchronous=normal`` vs ``full``, batch ``--batch`` vs batch 1.
@@ -266,6 +268,12 @@ def main() -> None:
         "same stream as non-ASCII text",
     )
     ap.add_argument(
+        "--decisions",
+        default=None,
+        help="write the main run's decisions (id, status, duplicate_of) here, one JSON line "
+        "each in ingest order: two versions decide alike when the files are equal (cmp)",
+    )
+    ap.add_argument(
         "--config",
         default="{}",
         help="CandidateConfig fields for the main run, as JSON (e.g. '{\"max_verified\": 8}')",
@@ -294,7 +302,11 @@ def main() -> None:
             )
             speed.append(baseline_simhash(docs, 4000)["articles_per_cpu_s"])
             main_run["machine_speed_simhash_pkg_per_cpu_s_before_after"] = speed
-            main_run.pop("_decisions")
+            decided = main_run.pop("_decisions")
+            if args.decisions:
+                with open(args.decisions, "w", encoding="utf-8") as fh:
+                    for article_id, (status, original) in decided.items():
+                        fh.write(json.dumps([article_id, status, original]) + "\n")
             main_run["peak_rss_mb"] = round(peak_rss_mb(), 1)
             out["main"] = main_run
             print("main", json.dumps(main_run))

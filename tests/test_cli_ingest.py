@@ -74,6 +74,18 @@ def test_ingest_prints_decisions_and_reports_bad_lines(input_file: Path, tmp_pat
     assert open_store(store).count() == 101
 
 
+def test_cache_size_changes_no_decision(input_file: Path, tmp_path: Path) -> None:
+    runs = [
+        invoke("ingest", str(input_file), "--store", str(tmp_path / f"{mb}.db"), "--on-error",
+               "skip", "--cache-mb", str(mb))
+        for mb in (0, 1, 512)
+    ]  # fmt: skip
+    assert all(r.exit_code == 0 for r in runs), [r.stderr for r in runs]
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout
+    bad = invoke("ingest", str(input_file), "--store", str(tmp_path / "x.db"), "--cache-mb", "-1")
+    assert bad.exit_code == 2 and "--cache-mb" in bad.stderr
+
+
 def test_on_error_stop_and_evidence(input_file: Path, tmp_path: Path) -> None:
     store = str(tmp_path / "s.db")
     res = invoke(

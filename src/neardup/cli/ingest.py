@@ -41,6 +41,7 @@ from neardup.cli.common import (
     show_progress,
     warn,
 )
+from neardup.detect.stream.judging import PROFILE_CACHE_BYTES
 from neardup.errors import InputError
 from neardup.records import Article, FieldNames
 
@@ -80,6 +81,15 @@ def has_words(text: str) -> bool:
     " any date).",
 )
 @click.option("--evidence", is_flag=True, help="Add the matches with their distances and scores.")
+@click.option(
+    "--cache-mb",
+    type=click.IntRange(0, 1 << 30),
+    default=PROFILE_CACHE_BYTES >> 20,
+    show_default=True,
+    help="Memory (MiB) for recently stored articles kept to judge new ones against; more"
+    " keeps a long stream fast when copies come back long after their originals. Decisions"
+    " do not depend on it.",
+)
 @progress_option
 def ingest(
     input_path: str,
@@ -88,6 +98,7 @@ def ingest(
     batch_size: int,
     window_days: float | None,
     evidence: bool,
+    cache_mb: int,
     progress: bool | None,
 ) -> None:
     """Ingest articles from INPUT.jsonl, printing one JSON decision per article."""
@@ -106,7 +117,7 @@ def ingest(
     try:
         with (
             Interrupts() as stop,
-            NewsIndex(store=store, config=config) as news,
+            NewsIndex(store=store, config=config, profile_cache_bytes=cache_mb << 20) as news,
             tqdm(
                 disable=not show_progress(progress),
                 unit=" articles",
