@@ -39,7 +39,7 @@ __all__ = [
 
 _RANK = {"duplicate": 0, "partial": 1, "similar": 2}
 #: Bytes of stored articles' packed profiles kept in memory by default (LRU, by seq): about
-#: 170,000 newswire articles of Reuters' length, or 35,000 long scraped pages.  A miss costs a
+#: 175,000 newswire articles of Reuters' length, or 37,000 scraped news pages.  A miss costs a
 #: store read and a repacking (docs/stream.md, "Memory").
 PROFILE_CACHE_BYTES = 512 << 20
 # What an entry costs beside its packed row: the object, its dictionary slot, the array.
