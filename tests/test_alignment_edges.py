@@ -161,6 +161,8 @@ def test_merge_equals_its_definition(data: st.DataObject) -> None:
     """Random disjoint passages on two real texts: :func:`_merge` equals the rule written
     out on offsets and tokens."""
     src_text = _TEXTS[0]
+    if not src_text:
+        pytest.skip("needs reuters21578 in ../shared/data")
     susp_text = _TEXTS[1] + " " + src_text[: len(src_text) // 2]
     cfg = AlignmentConfig(
         merge_gap_chars=data.draw(st.sampled_from([1, 50, 300, 5000])),
