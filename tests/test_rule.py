@@ -262,9 +262,7 @@ def test_compiled_primitives_equal_python_sets(
     flags = np.zeros(xs.shape[0] + width - 1, dtype=np.uint8)
     # y's set small (table) and large (binary search) against the same x
     for y in (sb, np.unique(np.concatenate([sb, np.arange(9 * xs.shape[0] + 1, dtype=np.uint64)]))):
-        hit = np.isin(xs, y)
-        got = k.direction(xs, flags, y, width)
-        assert got == direction_numpy(xs, flags, y, width), (hit, got)
+        assert k.direction(xs, flags, y, width) == direction_numpy(xs, flags, y, width)
 
 
 def test_direction_reference_counts_by_hand() -> None:

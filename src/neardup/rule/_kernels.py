@@ -77,6 +77,16 @@ def index_in(keys: Any, at: Any, shift: Any, v: Any) -> Any:  # pragma: no cover
         s = (s + np.uint64(1)) & mask
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _table_hits(
+    keys: Any, at: Any, shift: Any, shingles: Any, hit: Any
+) -> None:  # pragma: no cover
+    """``hit[p]``: whether ``shingles[p]`` is in the :func:`probe_table` (``hit`` at least
+    as long as ``shingles``)."""
+    for p in range(shingles.shape[0]):
+        hit[p] = index_in(keys, at, shift, shingles[p]) >= 0
+
+
 @njit(cache=True, nogil=True)
 def direction(x_shingles: Any, x_flags: Any, y_set: Any, width: int) -> Any:  # pragma: no cover
     """``(found_prose, prose, found_tokens, tokens, passage)`` of ``x`` in ``y``.
@@ -89,8 +99,7 @@ def direction(x_shingles: Any, x_flags: Any, y_set: Any, width: int) -> Any:  # 
     hit = np.zeros(m, dtype=np.bool_)
     if 8 * m >= k:  # a table of y's set pays for itself
         keys, at, shift = probe_table(y_set)
-        for p in range(m):
-            hit[p] = index_in(keys, at, shift, x_shingles[p]) >= 0
+        _table_hits(keys, at, shift, x_shingles, hit)
         return _runs(hit, x_flags, width)
     for p in range(m):  # a few shingles against a large set: binary searches
         v = x_shingles[p]
@@ -452,10 +461,8 @@ def pair_counts_rows(
         for p in range(a_shingles.shape[0]):
             hit[p] = marks[a_rank[p]]
         fa, pa, ta, na, ra = _runs(hit, a_flags, width)
-        m = shingles.shape[0]
-        for p in range(m):
-            hit_row[p] = index_in(s_keys, s_at, s_shift, shingles[p]) >= 0
-        fb, pb, tb, nb, rb = _runs(hit_row[:m], flags, width)
+        _table_hits(s_keys, s_at, s_shift, shingles, hit_row)
+        fb, pb, tb, nb, rb = _runs(hit_row[: shingles.shape[0]], flags, width)
         out[j, 1] = fa
         out[j, 2] = pa
         out[j, 3] = ta
