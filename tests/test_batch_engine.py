@@ -430,6 +430,41 @@ def test_interrupted_run_resumes_with_identical_output(
     assert out.read_bytes() == fresh.read_bytes()
 
 
+def test_run_stopped_while_judging_resumes_from_the_profile_table(
+    tmp_path: Path, planted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The profiles are joined into one table before judging; a run stopped while judging
+    resumes from it (nothing re-profiled), with the same output."""
+    from neardup.batch import judging, profiles
+
+    path, _ = planted
+    cfg = DedupConfig(partition_size=100)
+    out = tmp_path / "out.jsonl"
+
+    def stopped(*args):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(judging, "_verify_chunk", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            dedup(path, out, cfg)
+    work = tmp_path / "out.jsonl.work"
+    names = sorted(p.name for p in work.iterdir())
+    assert "table.done-000000.npy" in names and "table.shingles-000000.npy" in names
+    assert not [n for n in names if n.startswith("pay.")]  # moved into the table
+
+    def profiled(*args):  # type: ignore[no-untyped-def]
+        raise AssertionError("a resumed run profiled again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(profiles, "partition_profiles", profiled)
+        patch.setattr(judging, "partition_profiles", profiled)
+        dedup(path, out, cfg)
+    fresh = tmp_path / "fresh.jsonl"
+    dedup(path, fresh, cfg)
+    assert out.read_bytes() == fresh.read_bytes()
+
+
 def test_bad_config_is_config_error() -> None:
     for bad in (
         {"lsh_threshold": 1.5},

@@ -20,9 +20,11 @@ def _graph(seed: int, n: int, m: int, clique: int) -> np.ndarray:
     return np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
 
 
-@pytest.mark.parametrize("round_pairs", [0, 1, 3, 40, 10**9])
+@pytest.mark.parametrize(
+    ("round_pairs", "edge_cost"), [(0, 0), (1, 0), (3, 0), (40, 0), (10**9, 0), (1, 1), (0, 7)]
+)
 @pytest.mark.parametrize("seed", range(12))
-def test_same_centers_as_judging_every_pair(seed: int, round_pairs: int) -> None:
+def test_same_centers_as_judging_every_pair(seed: int, round_pairs: int, edge_cost: int) -> None:
     rng = np.random.default_rng(1000 + seed)
     n = int(rng.integers(2, 60))
     pairs = _graph(seed, n, int(rng.integers(0, 200)), int(rng.integers(0, 15)))
@@ -41,7 +43,7 @@ def test_same_centers_as_judging_every_pair(seed: int, round_pairs: int) -> None
     # Odd seeds: pairs of unequal costs (the engine's: characters of the two texts).
     cost = rng.integers(1, 50, pairs.shape[0]) if seed % 2 else None
     verdicts, judged = lazy_verdicts(
-        pairs, rank, pinned, judge, round_cost=round_pairs, pair_cost=cost
+        pairs, rank, pinned, judge, round_cost=round_pairs, edge_cost=edge_cost, pair_cost=cost
     )
     expected = center_labels(rank, pairs[duplicate, 0], pairs[duplicate, 1], pinned=pinned)
     ok = verdicts.labels == DUPLICATE

@@ -63,8 +63,8 @@ from neardup.batch.io import (
     check_complete,
     input_fingerprint,
 )
-from neardup.batch.judging import profile_stage, release_profiles, verify_stage
-from neardup.batch.lazy import lazy_verdicts, round_chars
+from neardup.batch.judging import profile_stage, release_profiles, table_stage, verify_stage
+from neardup.batch.lazy import ROUND_CHARS, SWEEP_CHARS_PER_EDGE, lazy_verdicts
 from neardup.batch.ranges import splittable
 from neardup.batch.results import DedupResult, DedupSummary
 from neardup.batch.shuffle import KeyShards, shuffle_stage
@@ -273,6 +273,7 @@ def run(
             # dedup asks only whether pairs are duplicates: no content words (the cosine).
             terms = mode == "pairs"
             profile_stage(corpus, cfg, runner, work, meta, involved, terms, progress)
+            table_stage(work, meta, involved)
     summary.profiled_documents = int(involved.shape[0])
     existing = np.asarray(meta.existing, dtype=bool)
     rank = _keep_rank(meta, existing, cfg.keep)
@@ -280,7 +281,7 @@ def run(
         if mode == "dedup" and cfg.clusters == "centers":
             # Greedy centers consult few verdicts: judge only those (same clusters).
             def judge(todo: I64) -> PairVerdicts:
-                return verify_stage(pairs[todo], cfg, runner, work, meta, mode, False)
+                return verify_stage(pairs[todo], cfg, runner, work, mode, False)
 
             chars = np.asarray(meta.lengths, dtype=np.int64)
             verdicts, judged = lazy_verdicts(
@@ -288,11 +289,12 @@ def run(
                 rank,
                 existing,
                 judge,
-                round_cost=round_chars(pairs.shape[0]),
+                round_cost=ROUND_CHARS,
+                edge_cost=SWEEP_CHARS_PER_EDGE,
                 pair_cost=chars[pairs[:, 0]] + chars[pairs[:, 1]],
             )
         else:
-            verdicts = verify_stage(pairs, cfg, runner, work, meta, mode, progress)
+            verdicts = verify_stage(pairs, cfg, runner, work, mode, progress)
             judged = np.ones(pairs.shape[0], dtype=bool)
     with _stage(summary, "merge"):
         n = len(meta.ids)

@@ -35,44 +35,74 @@ _UNJUDGED, _NO, _YES = -1, 0, 1
 
 @njit(cache=True)  # type: ignore[misc]
 def _sweep(
-    order: I64, starts: I64, lower: I64, edge: I64, pinned: npt.NDArray[np.bool_], state: I8
-) -> tuple[npt.NDArray[np.bool_], I8]:
-    """``(ask, status)``: the edges to judge next and each document's fate so far.  For
-    each document in rank order, scanning its lower-ranked neighbours in rank order: the
-    unjudged edges to centers before its first open neighbour or duplicate edge to a
-    center."""
+    order: I64,
+    starts: I64,
+    lower: I64,
+    state: I8,
+    pinned: npt.NDArray[np.bool_],
+    status: I8,
+    dirty: npt.NDArray[np.bool_],
+    up_starts: I64,
+    upper: I64,
+    resume: I64,
+    asked: I64,
+) -> tuple[int, int]:
+    """``(count, read)``: writes to ``asked[:count]`` the edges to judge next (their
+    positions in the lower-neighbour lists) and to ``status`` each document's fate so far;
+    ``read``: the edges the sweep read.
+
+    The documents are taken in rank order.  For each, its lower-ranked neighbours are
+    scanned in rank order: the unjudged edges to centers before its first open neighbour
+    or duplicate edge to a center are asked.  A document's fate depends only on its edges'
+    states and its lower neighbours' fates, so only the documents marked ``dirty`` (by
+    rank position: one of their edges was judged, or, in this sweep, a lower neighbour's
+    fate changed) are scanned again; the others keep theirs.  ``state`` holds each edge's
+    state at its position in the lists, so the scan reads it in sequence; ``upper`` lists
+    each document's higher-ranked neighbours by rank position (CSR ``up_starts``).  The
+    scan of a document starts at ``resume``, past the neighbours already known to be
+    skipped for good (members, and centers whose edge was judged not a duplicate)."""
     n = order.shape[0]
-    status = np.zeros(n, dtype=np.int8)
-    ask = np.zeros(state.shape[0], dtype=np.bool_)
-    for x in order:
-        if pinned[x]:
-            status[x] = _CENTER
+    count = 0
+    read = 0
+    for i in range(n):
+        if not dirty[i]:
             continue
+        dirty[i] = False
+        x = order[i]
         fate = _CENTER
-        for k in range(starts[x], starts[x + 1]):
-            y = lower[k]
-            if status[y] == _OPEN:
-                fate = _OPEN
-                break
-            if status[y] == _MEMBER:
-                continue
-            s = state[edge[k]]
-            if s == _YES:
-                if fate == _CENTER:
-                    fate = _MEMBER
-                break
-            if s == _UNJUDGED:
-                ask[edge[k]] = True
-                fate = _OPEN
-        status[x] = fate
-    return ask, status
+        if not pinned[x]:
+            settled = True  # every neighbour so far is skipped for good
+            for k in range(resume[x], starts[x + 1]):
+                read += 1
+                y = lower[k]
+                if status[y] == _OPEN:
+                    fate = _OPEN
+                    break
+                if status[y] != _MEMBER:
+                    s = state[k]
+                    if s == _YES:
+                        if fate == _CENTER:
+                            fate = _MEMBER
+                        break
+                    if s == _UNJUDGED:
+                        asked[count] = k
+                        count += 1
+                        fate = _OPEN
+                        settled = False
+                if settled:
+                    resume[x] = k + 1
+        if fate != status[x]:
+            status[x] = fate
+            for j in range(up_starts[x], up_starts[x + 1]):
+                dirty[upper[j]] = True
+    return count, read
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _consultable(starts: I64, lower: I64, edge: I64, state: I8, status: I8) -> I64:
-    """The unjudged edges a later round may still ask for: higher-ranked end open, lower end
-    not a member.  Only the open documents' edges are read, once (each edge is listed
-    under its worse-ranked end)."""
+def _consultable(starts: I64, lower: I64, state: I8, status: I8) -> I64:
+    """The unjudged edges a later round may still ask for (their positions in the
+    lower-neighbour lists): higher-ranked end open, lower end not a member.  Only the open
+    documents' edges are read, once (each edge is listed under its worse-ranked end)."""
     room = 0
     for x in range(status.shape[0]):
         if status[x] == _OPEN:
@@ -82,9 +112,8 @@ def _consultable(starts: I64, lower: I64, edge: I64, state: I8, status: I8) -> I
     for x in range(status.shape[0]):
         if status[x] == _OPEN:
             for k in range(starts[x], starts[x + 1]):
-                e = edge[k]
-                if state[e] == _UNJUDGED and status[lower[k]] != _MEMBER:
-                    out[j] = e
+                if state[k] == _UNJUDGED and status[lower[k]] != _MEMBER:
+                    out[j] = k
                     j += 1
     return out[:j]
 
@@ -96,35 +125,44 @@ def _ends(rank: I64, pairs: I64) -> tuple[I64, I64]:
     return np.where(swap, b, a), np.where(swap, a, b)
 
 
-def _lower_csr(rank: I64, pairs: I64) -> tuple[I64, I64, I64]:
-    """For every document, its lower-ranked neighbours sorted by rank (CSR ``starts``,
-    ``lower``) and the index of the edge to each (``edge``)."""
+def _lower_csr(rank: I64, pairs: I64, position: I64) -> tuple[I64, I64, I64]:
+    """For every document, its lower-ranked neighbours sorted by rank position
+    (``position``: of each document; CSR ``starts``, ``lower``) and the index of the edge
+    to each (``edge``)."""
     n = rank.shape[0]
     low, high = _ends(rank, pairs)
-    by = np.lexsort((rank[low], high))
+    # One sort key: (document, rank position of the neighbour), below n * n.
+    by = np.argsort(high.astype(np.int64) * n + position[low], kind="stable")
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(high, minlength=n), out=starts[1:])
     return starts, low[by].astype(np.int64), by.astype(np.int64)
 
 
-#: What one round of lazy judging costs beside its verdicts, in characters of text judged:
-#: the start of a judging stage (13-30 ms in one process) against 2.6-6 ns a character of
-#: the two texts of a pair (planted Reuters copies and replicated news pages, docs/batch.md)
-#: ...
-ROUND_CHARS = 5_000_000
-#: ... plus one character for every this many candidate edges the sweep reads.
-SWEEP_EDGES_PER_CHAR = 8
+def _upper_csr(rank: I64, pairs: I64, position: I64) -> tuple[I64, I64]:
+    """For every document, the rank positions (``position``: of each document) of its
+    higher-ranked neighbours (CSR ``up_starts``, ``upper``; in no particular order)."""
+    n = rank.shape[0]
+    low, high = _ends(rank, pairs)
+    by = np.argsort(low, kind="stable")
+    up_starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(low, minlength=n), out=up_starts[1:])
+    return up_starts, position[high[by]].astype(np.int64)
+
+
+#: What one round of lazy judging costs beside its verdicts, in characters of text judged
+#: (judging costs 1.4 ns a character of the two texts of a pair on the planted Reuters
+#: corpus, its verdicts read in place from the profile table): the start of a judging
+#: stage, about 1.7 ms in one process ...
+ROUND_CHARS = 1_000_000
+#: ... plus this many characters for each candidate edge the sweep reads (9 ns an edge:
+#: the edges of the documents from the first one still open on; 100,000 planted
+#: documents, docs/batch.md).
+SWEEP_CHARS_PER_EDGE = 6
 
 
 # Estimated cost of one pair or document of a sweep run as plain Python, for
 # neardup._jit.compiled_worthwhile (a few rounds of element-wise numpy indexing).
 _PYTHON_NS_PER_ITEM = 3_000
-
-
-def round_chars(pairs: int) -> int:
-    """The cost of one round of lazy judging over ``pairs`` candidate pairs, in characters
-    of text judged (:data:`ROUND_CHARS` plus the sweep's share)."""
-    return ROUND_CHARS + pairs // SWEEP_EDGES_PER_CHAR
 
 
 def lazy_verdicts(
@@ -134,6 +172,7 @@ def lazy_verdicts(
     judge: Callable[[I64], PairVerdicts],
     *,
     round_cost: int,
+    edge_cost: int = 0,
     pair_cost: I64 | None = None,
 ) -> tuple[PairVerdicts, npt.NDArray[np.bool_]]:
     """``(verdicts, judged)``: the verdicts ``judge`` (pair indexes -> their verdicts) gives
@@ -143,9 +182,11 @@ def lazy_verdicts(
     Rounds stop the way a ski rental does: once the rounds so far have cost as much as
     judging at once every edge that may still be consulted (its higher-ranked end open, its
     lower end not a member), those edges are judged together and one more sweep asks for
-    nothing.  ``round_cost`` is what a round costs beside its verdicts and ``pair_cost``
-    what judging each pair costs (1 each by default), in one unit (the engine's: characters
-    of text, :func:`round_chars`).  The rest is costed each time the rounds' cost has grown
+    nothing.  ``round_cost`` is what a round costs beside its verdicts and its sweep,
+    ``edge_cost`` what the sweep costs for each edge it reads (every edge of the documents
+    from the first open one on), and ``pair_cost`` what judging each pair costs (1 each by
+    default), all in one unit (the engine's: characters of text, :data:`ROUND_CHARS` and
+    :data:`SWEEP_CHARS_PER_EDGE`).  The rest is costed each time the rounds' cost has grown
     by half, so the rounds go on at most about half as long again as that rule says.
     Clusters are the same whatever the costs are; which pairs are judged (and carry a
     score) depends on them."""
@@ -156,25 +197,41 @@ def lazy_verdicts(
     if m == 0:
         return PairVerdicts(labels, scores, *_no_features()), state >= 0
     order = np.argsort(rank, kind="stable").astype(np.int64)
-    starts, lower, edge = _lower_csr(rank, pairs)
+    at = np.empty(order.shape[0], dtype=np.int64)  # each document's rank position
+    at[order] = np.arange(order.shape[0], dtype=np.int64)
+    starts, lower, edge = _lower_csr(rank, pairs, at)
+    up_starts, upper = _upper_csr(rank, pairs, at)
+    worse = at[_ends(rank, pairs)[1]]  # the rank position of each edge's worse-ranked end
+    # Edge states at their positions in the neighbour lists (what the sweep reads in turn).
+    listed = np.full(m, _UNJUDGED, dtype=np.int8)
+    position = np.empty(m, dtype=np.int64)
+    position[edge] = np.arange(m, dtype=np.int64)
     # A small job's sweeps run the kernels' own Python (the same code, uncompiled), so that
     # judging a few pairs never waits for numba to load (neardup._jit).
     compiled = compiled_worthwhile(_PYTHON_NS_PER_ITEM * (m + order.shape[0]))
     sweep = _sweep if compiled else uncompiled(_sweep)
     consultable = _consultable if compiled else uncompiled(_consultable)
     pin = np.ascontiguousarray(pinned, dtype=np.bool_)
+    # The first sweep scans every document; an open one is its own fate's first change.
+    status = np.full(order.shape[0], -1, dtype=np.int8)
+    dirty = np.ones(order.shape[0], dtype=np.bool_)
+    resume = starts[:-1].copy()
+    asked = np.empty(m, dtype=np.int64)
     spent = check = 0
     while True:
-        ask, status = sweep(order, starts, lower, edge, pin, state)
-        if not ask.any():
+        count, read = sweep(
+            order, starts, lower, listed, pin, status, dirty, up_starts, upper, resume, asked
+        )
+        spent += edge_cost * read
+        if not count:
             break
-        todo = np.flatnonzero(ask).astype(np.int64)
+        todo = np.sort(edge[asked[:count]])
         if spent and spent >= check:
             # Costing the rest reads every open document's edges (most of the edges, late
             # in a run on large clusters): done only when the rounds' cost has grown by
             # half since the last time.
             check = spent + spent // 2
-            rest = np.sort(consultable(starts, lower, edge, state, status))
+            rest = np.sort(edge[consultable(starts, lower, listed, status)])
             cost = rest.shape[0] if pair_cost is None else int(pair_cost[rest].sum())
             if cost <= spent:
                 todo = rest
@@ -183,6 +240,8 @@ def lazy_verdicts(
         labels[todo] = verdicts.labels
         scores[todo] = verdicts.scores
         state[todo] = np.where(verdicts.labels == DUPLICATE, _YES, _NO)
+        listed[position[todo]] = state[todo]
+        dirty[worse[todo]] = True
     return PairVerdicts(labels, scores, *_no_features()), state >= 0
 
 

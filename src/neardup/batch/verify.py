@@ -394,8 +394,9 @@ _NUMPY_NS_PER_ELEMENT = 30
 def _pairs_cost(left: I64, right: I64, offsets: I64) -> int:
     """Estimated nanoseconds of a numpy twin over the pairs ``(left, right)`` of rows whose
     sizes ``offsets`` give."""
-    sizes = offsets[1:] - offsets[:-1]
-    elements = int(sizes[left].sum() + sizes[right].sum())
+    # Only the pairs' rows are read: ``offsets`` may be a whole run's table.
+    elements = int((offsets[left + 1] - offsets[left]).sum())
+    elements += int((offsets[right + 1] - offsets[right]).sum())
     pairs = int(left.shape[0])
     return _NUMPY_NS_PER_PAIR * pairs + _NUMPY_NS_PER_ELEMENT * elements
 
@@ -422,8 +423,12 @@ def verify_pairs(
     rule: RuleConfig,
     features: str = "related",
     question: str = "verdict",
+    counts: I64 | None = None,
 ) -> PairVerdicts:
     """The rule's answer for each pair ``(a, b)`` of rows of ``rows`` (a before b).
+
+    ``counts``: :func:`row_counts` of ``rows`` as the four columns of an array, when the
+    caller keeps them (else they are computed from all of ``rows``).
 
     ``question="verdict"``: the rule's verdict, with the features kept for ``"all"``
     pairs, the ``"related"`` ones (not ``unrelated``) or ``"none"``.
@@ -450,7 +455,10 @@ def verify_pairs(
     arrays = _contiguous(rows)
     verdict = question == "verdict"
     shared, dots = _shared_counts(left, right, arrays, verdict)
-    positions, distinct, tokens, prose = row_counts(rows)
+    if counts is None:
+        positions, distinct, tokens, prose = row_counts(rows)
+    else:
+        positions, distinct, tokens, prose = (counts[:, c] for c in range(4))
     duplicate_open, partial_open = copy_possible_pairs(
         shared,
         (positions[left], distinct[left], tokens[left], prose[left]),

@@ -57,6 +57,13 @@ class WorkDir:
         """Write the ``done`` marker of arrays saved without one (by a pool worker)."""
         atomic_write_bytes(self._file(f"{kind}.done", part), b"")
 
+    def discard(self, kind: str, part: int, names: list[str]) -> None:
+        """Remove a partition's saved arrays ``names`` and then its ``done`` marker (once
+        their content lives elsewhere)."""
+        for name in names:
+            self._file(f"{kind}.{name}", part).unlink(missing_ok=True)
+        self._file(f"{kind}.done", part).unlink(missing_ok=True)
+
     def done(self, kind: str, part: int) -> bool:
         return self._file(f"{kind}.done", part).exists()
 
@@ -93,7 +100,7 @@ def save_arrays(path: Path, kind: str, part: int, arrays: dict[str, np.ndarray])
 
 
 _WORK_FILE_RE = re.compile(
-    r"(?:(?:sig|pay|shard)\.[a-z_0-9]+-\d{6}\.npy|manifest\.json)(?:\.partial)?"
+    r"(?:(?:sig|pay|shard|table)\.[a-z_0-9]+-\d{6}\.npy|manifest\.json)(?:\.partial)?"
 )
 
 
