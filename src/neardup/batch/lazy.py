@@ -231,10 +231,10 @@ def lazy_verdicts(
             # in a run on large clusters): done only when the rounds' cost has grown by
             # half since the last time.
             check = spent + spent // 2
-            rest = np.sort(edge[consultable(starts, lower, listed, status)])
+            rest = edge[consultable(starts, lower, listed, status)]
             cost = rest.shape[0] if pair_cost is None else int(pair_cost[rest].sum())
             if cost <= spent:
-                todo = rest
+                todo = np.sort(rest)
         spent += round_cost
         verdicts = judge(todo)
         labels[todo] = verdicts.labels
