@@ -261,7 +261,8 @@ def test_verify_chunks_keep_every_worker_busy() -> None:
 
     assert _chunk_size(10_000_000, 1) == _VERIFY_CHUNK
     assert _chunk_size(10_000_000, 2) == _VERIFY_CHUNK
-    assert _chunk_size(40_000, 2) == 5_000  # about four tasks a worker
+    assert _chunk_size(40_000, 2) == 20_000  # one task a worker
+    assert _chunk_size(40_001, 2) == 20_001
     assert _chunk_size(100, 2) == _MIN_CHUNK
     for pairs in (1, 999, 8_001, 123_457, 5_000_000):
         for workers in (1, 2, 3, 8):

@@ -45,12 +45,15 @@ _MIN_CHUNK = 2_000
 
 
 def _chunk_size(pairs: int, workers: int) -> int:
-    """Pairs per verification task: at most ``_VERIFY_CHUNK``, and small enough that each
-    worker gets about four tasks (the rounds of lazy judging are often far smaller than one
-    full chunk, and one task per round would leave the other workers idle)."""
+    """Pairs per verification task: at most ``_VERIFY_CHUNK``, and small enough that every
+    worker gets one (the rounds of lazy judging are often far smaller than one full chunk,
+    and one task per round would leave the other workers idle).  One task a worker, not
+    several: a round's tasks are alike and short, and each more costs its dispatch and
+    the wait for the last one (on 100,000 planted documents, two workers judged the rounds
+    in 9.4 s of wall time with one task each, 10.5 s with two, 11.7 s with four)."""
     if workers <= 1:
         return _VERIFY_CHUNK
-    return max(_MIN_CHUNK, min(_VERIFY_CHUNK, -(-pairs // (4 * workers))))
+    return max(_MIN_CHUNK, min(_VERIFY_CHUNK, -(-pairs // workers)))
 
 
 def profile_stage(
