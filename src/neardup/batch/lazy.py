@@ -154,9 +154,8 @@ def _upper_csr(rank: I64, pairs: I64, position: I64) -> tuple[I64, I64]:
 #: corpus, its verdicts read in place from the profile table): the start of a judging
 #: stage, about 1.7 ms in one process ...
 ROUND_CHARS = 1_000_000
-#: ... plus this many characters for each candidate edge the sweep reads (9 ns an edge:
-#: the edges of the documents from the first one still open on; 100,000 planted
-#: documents, docs/batch.md).
+#: ... plus this many characters for each candidate edge a sweep reads (9 ns an edge on
+#: 100,000 planted documents, docs/batch.md).
 SWEEP_CHARS_PER_EDGE = 6
 
 
