@@ -1,10 +1,12 @@
 """Batched verification (neardup.batch.verify) equals the rule's ``judge`` pair by pair,
 on the texts a corpus really holds: scraped pages with furniture and quotes, Unicode and
-CJK, one-word and empty texts; ragged profile rows survive take/concat/arrays."""
+CJK, one-word and empty texts; ragged profile rows survive take/arrays and the profile
+table's join."""
 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,14 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup._jit import forced
+from neardup.batch.judging import _table, release_profiles, table_stage
+from neardup.batch.signing import Meta
 from neardup.batch.verify import (
     PairVerdicts,
     ProfileRows,
     _cosines,
     _coverage,
     profile_rows,
+    row_counts,
     verify_pairs,
 )
+from neardup.batch.workdir import WorkDir
 from neardup.rule import VERDICTS, Features, RuleConfig, decide, judge
 from neardup.rule.features import Direction
 from neardup.rule.verdict import decide_many
@@ -72,30 +78,41 @@ def test_another_rule_config_is_followed() -> None:
         assert verdicts.label(k) == judge(TEXTS[a], TEXTS[b], rule).label
 
 
-def test_profile_rows_take_concat_and_arrays() -> None:
+def test_profile_rows_take_and_arrays(tmp_path: Path) -> None:
+    """Rows taken from profiles equal the same rows joined by the profile table from
+    per-partition saves (what batch judging reads), and verdicts read from either agree."""
     rule = RuleConfig()
     rows = profile_rows(TEXTS, rule)
     assert rows.rows == len(TEXTS)
     order = np.array([3, 0, 8, 5], dtype=np.int64)
     taken = rows.take(order)
-    single = [profile_rows([TEXTS[i]], rule) for i in order.tolist()]
-    joined = ProfileRows.concat(single)
+    work = WorkDir(tmp_path / "work", "key")
+    for part, i in enumerate(order.tolist()):  # one document a partition, in this order
+        arrays = profile_rows([TEXTS[i]], rule).arrays()
+        work.save("pay", part, {"rows": np.zeros(1, dtype=np.int64), **arrays})
+    meta = Meta(ids=[str(i) for i in range(4)], part_starts=[0, 1, 2, 3])
+    table_stage(work, meta, np.arange(4, dtype=np.int64))
+    row_of, counts, joined = _table(work.path)
+    assert row_of.tolist() == [0, 1, 2, 3]
     for name, value in taken.arrays().items():
         assert np.array_equal(value, joined.arrays()[name]), name
+    assert np.array_equal(counts, np.column_stack(row_counts(taken)))
+    assert not list(work.path.glob("pay.*"))  # the partitions' files are gone
     again = ProfileRows.from_arrays(taken.arrays())
     pairs = np.array([[0, 1], [1, 3], [0, 2]], dtype=np.int64)
     assert np.array_equal(
-        verify_pairs(pairs, again, rule).labels, verify_pairs(pairs, joined, rule).labels
+        verify_pairs(pairs, again, rule).labels,
+        verify_pairs(pairs, joined, rule, counts=counts).labels,
     )
+    release_profiles()
 
 
-def test_no_pairs_and_concat_of_nothing() -> None:
+def test_no_pairs_and_verdicts_of_nothing() -> None:
     rule = RuleConfig()
     empty = verify_pairs(np.empty((0, 2), dtype=np.int64), profile_rows([], rule), rule)
     assert empty.labels.shape == (0,)
     assert PairVerdicts.concat([]).counts.shape == (0, 12)
     assert PairVerdicts.concat([]).kept.shape == (0,)
-    assert ProfileRows.concat([]).rows == 0
 
 
 @pytest.mark.parametrize("text", ["", "word", STORY])

@@ -130,7 +130,7 @@ def table_stage(work: WorkDir, meta: Meta, involved: I64) -> None:
     (about half of the judging's time before).  The table is written once, a partition at a
     time (memory: one partition), each file atomically, with a ``done`` marker last, so a
     resumed run finds either the finished table or the partitions' files."""
-    if work.done(_TABLE, 0):
+    if work.done(_TABLE, 0) or involved.shape[0] == 0:
         return
     starts = np.asarray(meta.part_starts, dtype=np.int64)
     owner = np.searchsorted(starts, involved, side="right") - 1
@@ -145,10 +145,9 @@ def table_stage(work: WorkDir, meta: Meta, involved: I64) -> None:
     }
     rows_total = sizes["rows"]
     outputs: dict[str, np.ndarray] = {}
-    for name in _PROFILE_NAMES if sources else ():
-        first = sources[0][name]
+    for name in _PROFILE_NAMES:
         shape = (rows_total + 1,) if name.endswith("offsets") else (sizes[name],)
-        outputs[name] = _open_table_file(work, name, first.dtype, shape)
+        outputs[name] = _open_table_file(work, name, sources[0][name].dtype, shape)
     counts = _open_table_file(work, "counts", np.dtype(np.int64), (rows_total, 4))
     row_of = _open_table_file(work, "row_of", np.dtype(np.int64), (len(meta.ids),))
     row_of[:] = -1

@@ -125,12 +125,11 @@ def _ends(rank: I64, pairs: I64) -> tuple[I64, I64]:
     return np.where(swap, b, a), np.where(swap, a, b)
 
 
-def _lower_csr(rank: I64, pairs: I64, position: I64) -> tuple[I64, I64, I64]:
-    """For every document, its lower-ranked neighbours sorted by rank position
-    (``position``: of each document; CSR ``starts``, ``lower``) and the index of the edge
-    to each (``edge``)."""
-    n = rank.shape[0]
-    low, high = _ends(rank, pairs)
+def _lower_csr(low: I64, high: I64, position: I64) -> tuple[I64, I64, I64]:
+    """For every document, its lower-ranked neighbours (``low``: each edge's better-ranked
+    end, ``high`` the other) sorted by rank position (``position``: of each document; CSR
+    ``starts``, ``lower``) and the index of the edge to each (``edge``)."""
+    n = position.shape[0]
     # One sort key: (document, rank position of the neighbour), below n * n.
     by = np.argsort(high.astype(np.int64) * n + position[low], kind="stable")
     starts = np.zeros(n + 1, dtype=np.int64)
@@ -138,11 +137,10 @@ def _lower_csr(rank: I64, pairs: I64, position: I64) -> tuple[I64, I64, I64]:
     return starts, low[by].astype(np.int64), by.astype(np.int64)
 
 
-def _upper_csr(rank: I64, pairs: I64, position: I64) -> tuple[I64, I64]:
+def _upper_csr(low: I64, high: I64, position: I64) -> tuple[I64, I64]:
     """For every document, the rank positions (``position``: of each document) of its
     higher-ranked neighbours (CSR ``up_starts``, ``upper``; in no particular order)."""
-    n = rank.shape[0]
-    low, high = _ends(rank, pairs)
+    n = position.shape[0]
     by = np.argsort(low, kind="stable")
     up_starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(low, minlength=n), out=up_starts[1:])
@@ -198,9 +196,10 @@ def lazy_verdicts(
     order = np.argsort(rank, kind="stable").astype(np.int64)
     at = np.empty(order.shape[0], dtype=np.int64)  # each document's rank position
     at[order] = np.arange(order.shape[0], dtype=np.int64)
-    starts, lower, edge = _lower_csr(rank, pairs, at)
-    up_starts, upper = _upper_csr(rank, pairs, at)
-    worse = at[_ends(rank, pairs)[1]]  # the rank position of each edge's worse-ranked end
+    low, high = _ends(rank, pairs)
+    starts, lower, edge = _lower_csr(low, high, at)
+    up_starts, upper = _upper_csr(low, high, at)
+    worse = at[high]  # the rank position of each edge's worse-ranked end
     # Edge states at their positions in the neighbour lists (what the sweep reads in turn).
     listed = np.full(m, _UNJUDGED, dtype=np.int8)
     position = np.empty(m, dtype=np.int64)

@@ -124,34 +124,6 @@ class ProfileRows:
         """Rows from :meth:`arrays` (any mapping of those names, e.g. memory-mapped)."""
         return cls(**{f.name: arrays[f.name] for f in dataclasses.fields(cls)})
 
-    @classmethod
-    def concat(cls, pieces: list[ProfileRows]) -> ProfileRows:
-        """The rows of ``pieces``, in order."""
-        if not pieces:
-            return profile_rows([], RuleConfig())
-        out: dict[str, np.ndarray] = {}
-        for flat, offsets in (
-            ("shingles", "shingle_offsets"),
-            ("flags", "token_offsets"),
-            ("sets", "set_offsets"),
-            ("terms", "term_offsets"),
-        ):
-            out[flat], out[offsets] = _concat_ragged(
-                [getattr(p, flat) for p in pieces], [getattr(p, offsets) for p in pieces]
-            )
-        out["term_counts"] = np.concatenate([p.term_counts for p in pieces])
-        out["norm2"] = np.concatenate([p.norm2 for p in pieces])
-        return cls.from_arrays(out)
-
-
-def _concat_ragged(flats: list[np.ndarray], offsets: list[I64]) -> tuple[np.ndarray, I64]:
-    joined = [np.zeros(1, dtype=np.int64)]
-    base = 0
-    for flat, off in zip(flats, offsets, strict=True):
-        joined.append(np.asarray(off[1:], dtype=np.int64) + base)
-        base += int(flat.shape[0])
-    return np.concatenate([np.asarray(f) for f in flats]), np.concatenate(joined)
-
 
 def _ragged(arrays: list[np.ndarray], dtype: Any) -> tuple[np.ndarray, I64]:
     offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
