@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from neardup._jit import forced
-from neardup.batch.lazy import lazy_verdicts
+from neardup.batch.lazy import _ends, _lower_csr, _stable_by, _upper_csr, lazy_verdicts
 from neardup.batch.unionfind import center_labels
 from neardup.batch.verify import DUPLICATE, NOT_DUPLICATE, PairVerdicts
 
@@ -141,3 +141,23 @@ def test_the_python_sweep_asks_what_the_compiled_one_does(seed: int) -> None:
             verdicts, judged = lazy_verdicts(pairs, rank, pinned, judge, round_cost=3)
         results.append((verdicts.labels.tolist(), judged.tolist(), asked))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_neighbour_lists_by_counting_sorts_equal_the_comparison_sort(seed: int) -> None:
+    """The compiled counting sorts build the same neighbour lists as the sort of one
+    combined key (the small-job path), on graphs with hubs and isolated documents."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    pairs = _graph(seed, n, 2_000, 60)
+    rank = rng.permutation(n).astype(np.int64)
+    at = np.empty(n, dtype=np.int64)
+    at[np.argsort(rank, kind="stable")] = np.arange(n)
+    low, high = (at[end] for end in _ends(rank, pairs))
+    for build in (_lower_csr, _upper_csr):
+        fast, slow = build(low, high, n, True), build(low, high, n, False)
+        assert all(np.array_equal(f, s) for f, s in zip(fast, slow, strict=True))
+    keys = rng.integers(0, 50, 1_000).astype(np.int64)
+    order = rng.permutation(1_000).astype(np.int64)
+    expected = order[np.argsort(keys[order], kind="stable")]
+    assert np.array_equal(_stable_by(keys, 50, order), expected)

@@ -283,3 +283,26 @@ def test_small_verify_chunks_give_the_same_output(
     two = tmp_path / "two.jsonl"
     dedup(path, two, cfg, workers=2)
     assert two.read_bytes() == one.read_bytes()
+
+
+def test_a_worker_profiling_its_range_refuses_a_changed_input(tmp_path: Path) -> None:
+    """A pool worker re-reads its partition's byte range for the profiles: the documents it
+    finds must be the signing pass's (same ids at the same lines), else the run stops."""
+    from neardup.batch.judging import _profile_range_task
+    from neardup.batch.ranges import plan_ranges
+    from neardup.errors import StoreError
+    from neardup.rule import RuleConfig
+
+    texts = ["the first article text here", "a second one, a bit longer", "and a third"]
+    path = tmp_path / "in.jsonl"
+    rows = [json.dumps({"id": f"d{i}", "text": t}) for i, t in enumerate(texts)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (part,) = plan_ranges([path], 1 << 20)
+    lines, ids = np.array([1, 3], dtype=np.int64), ["d0", "d2"]
+    args = (FieldNames(), RuleConfig(), False, tmp_path)
+    p, n = _profile_range_task(0, np.array([0, 2]), part, lines, ids, *args)
+    assert (p, n) == (0, 2)
+    with pytest.raises(StoreError, match="input changed"):
+        _profile_range_task(0, np.array([0, 2]), part, lines, ["d0", "d9"], *args)
+    with pytest.raises(StoreError, match="input changed"):
+        _profile_range_task(0, np.array([0, 2]), part, np.array([1, 4]), ids, *args)

@@ -270,6 +270,19 @@ def test_distinct_equals_np_unique_in_its_dtype(values: list[int], dtype: str) -
         assert got.dtype == shaped.dtype
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 99), max_size=40), st.sampled_from(["<i8", "<i4", "<u4"]))
+def test_distinct_below_equals_distinct(values: list[int], dtype: str) -> None:
+    from neardup import _kernels
+
+    arr = np.array(values, dtype=np.int64).astype(dtype)
+    for shape in ((-1,), (-1, 2) if len(values) % 2 == 0 else (-1,)):
+        shaped = arr.reshape(shape)
+        got = _kernels.distinct_below(shaped, 100)
+        assert np.array_equal(got, _kernels.distinct(shaped))
+        assert got.dtype == shaped.dtype
+
+
 @settings(max_examples=200, deadline=None)
 @given(POOLED.filter(len), st.integers(1, 2**20))
 def test_simhash_kernel_equals_numpy(values: list[int], scale: int) -> None:

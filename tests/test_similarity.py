@@ -84,6 +84,22 @@ def test_signatures_compare_only_within_a_scheme() -> None:
         jaccard(a, np.array([1], dtype=np.uint32))
 
 
+def test_signature_values_are_read_only_contiguous_little_endian() -> None:
+    """Every input layout gives the layout compiled code reads in place; a fresh read-only
+    contiguous array is kept without a copy."""
+    base = np.arange(12, dtype=np.uint64)
+    kept = base.copy()
+    kept.flags.writeable = False
+    strided = base[::2]
+    strided.flags.writeable = False
+    for values in (base, kept, strided, base.astype(np.uint32)[::3]):
+        sig = Signature("minhash/x", values)
+        v = sig.values
+        assert v.flags.c_contiguous and not v.flags.writeable and v.dtype.byteorder in "<="
+        assert v.tolist() == np.asarray(values).tolist()
+    assert Signature("minhash/x", kept).values is kept
+
+
 def test_bad_set_input_is_a_typed_error() -> None:
     with pytest.raises(InputError):
         jaccard(np.zeros((2, 2), dtype=np.uint32), np.zeros(2, dtype=np.uint32))

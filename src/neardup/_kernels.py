@@ -548,6 +548,15 @@ def distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return found
 
 
+def distinct_below(values: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
+    """:func:`distinct` of integers in ``[0, size)``, by marking them instead of sorting:
+    O(len + size) (row numbers of millions of pairs: a tenth of the sort's time)."""
+    seen = np.zeros(size, dtype=np.bool_)
+    seen[values.ravel()] = True
+    found: npt.NDArray[Any] = np.flatnonzero(seen).astype(values.dtype, copy=False)
+    return found
+
+
 @njit(cache=True)
 def _minhash_of_values(
     values: npt.NDArray[np.uint64], a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]

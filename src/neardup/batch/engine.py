@@ -55,7 +55,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from neardup._kernels import distinct
+from neardup._kernels import distinct, distinct_below
 from neardup.batch.executors import LocalPool, executor_for, progress_bar
 from neardup.batch.io import (
     AtomicJsonlWriter,
@@ -268,7 +268,7 @@ def run(
         pairs = shuffle_stage(shuffle, cfg, runner, progress, work)
     summary.candidate_pairs = int(pairs.shape[0])
     with _stage(summary, "profile"):
-        involved = distinct(pairs)
+        involved = distinct_below(pairs, len(meta.ids))
         if involved.shape[0]:
             # dedup asks only whether pairs are duplicates: no content words (the cosine).
             terms = mode == "pairs"

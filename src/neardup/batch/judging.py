@@ -24,6 +24,7 @@ from neardup._kernels import distinct
 from neardup.batch.executors import Executor, call, progress_bar
 from neardup.batch.io import read_at
 from neardup.batch.profiles import partition_profiles
+from neardup.batch.ranges import ByteRange, parse_range
 from neardup.batch.signing import Corpus, Meta
 from neardup.batch.tasks import DedupConfig
 from neardup.batch.verify import (
@@ -32,8 +33,9 @@ from neardup.batch.verify import (
     row_counts,
 )
 from neardup.batch.verify import verify_pairs as judge_pairs
-from neardup.batch.workdir import WorkDir
+from neardup.batch.workdir import WorkDir, save_arrays
 from neardup.errors import StoreError
+from neardup.records import FieldNames
 from neardup.rule import RuleConfig
 
 I64 = npt.NDArray[np.int64]
@@ -68,20 +70,42 @@ def profile_stage(
 ) -> None:
     """Profiles of the ``involved`` documents (those in some candidate pair), made from
     their texts re-read by (file, line), saved per partition (``pay``); ``terms=False``:
-    without content words (a ``dedup`` run)."""
+    without content words (a ``dedup`` run).
+
+    Where the signing pass read byte ranges and the workers share the work directory (a
+    :class:`LocalPool`), each worker reads its partition's range again and saves the
+    profiles itself: the driver neither parses the texts nor ships them (on two workers
+    that serial parse and transfer took as long as a third of the profiling)."""
     if work.done(_TABLE, 0):  # a resumed run: every profile is in the table already
         return
     starts = np.asarray(meta.part_starts, dtype=np.int64)
     bar = progress_bar(progress, "profiling", total=int(involved.shape[0]))
     owner = np.searchsorted(starts, involved, side="right") - 1
     todo = [int(p) for p in distinct(owner) if not work.done("pay", int(p))]
+    all_lines = np.asarray(meta.lines, dtype=np.int64)
+    rule = config.rule
+    if meta.part_ranges and runner.shares_work_dir and not runner.in_process:
+        fields = corpus.fields
+
+        def tasks() -> Iterator[tuple[Any, ...]]:
+            for p in todo:
+                docs = involved[owner == p]
+                ids = [meta.ids[int(d)] for d in docs]
+                part = meta.part_ranges[p]
+                args = (part, all_lines[docs], ids, fields, rule, terms)
+                yield (_profile_range_task, p, docs - starts[p], *args, work.path)
+
+        for p, rows in runner.imap(call, tasks()):
+            work.mark_done("pay", p)
+            bar.update(rows)
+        bar.close()
+        return
     wanted = involved[np.isin(owner, todo)]
     files = np.asarray(meta.files, dtype=np.int64)[wanted]
-    lines = np.asarray(meta.lines, dtype=np.int64)[wanted]
-    objects = read_at(corpus.existing + corpus.new, files, lines)
+    objects = read_at(corpus.existing + corpus.new, files, all_lines[wanted])
     id_field, text_field = corpus.fields.id, corpus.fields.text
 
-    def tasks() -> Iterator[tuple[Any, ...]]:
+    def driver_tasks() -> Iterator[tuple[Any, ...]]:
         for p in todo:
             docs = involved[owner == p]
             texts: list[str] = []
@@ -89,20 +113,55 @@ def profile_stage(
                 obj = next(objects)
                 # The same line must hold the same document as in the first pass.
                 if str(obj.get(id_field)) != meta.ids[int(d)]:
-                    raise StoreError("the input changed during the run; run again")
+                    raise _changed()
                 texts.append(obj[text_field])
-            yield (_profile_task, p, docs - starts[p], texts, config.rule, terms)
+            yield (_profile_task, p, docs - starts[p], texts, rule, terms)
 
-    for p, rows, profiles in runner.imap(call, tasks()):
+    for p, rows, profiles in runner.imap(call, driver_tasks()):
         work.save("pay", p, {"rows": rows, **profiles.arrays()})
         bar.update(int(rows.shape[0]))
     bar.close()
+
+
+def _changed() -> StoreError:
+    return StoreError("the input changed during the run; run again")
 
 
 def _profile_task(
     part: int, rows: I64, texts: list[str], rule: RuleConfig, terms: bool
 ) -> tuple[int, I64, ProfileRows]:
     return part, rows, partition_profiles(texts, rule, terms)
+
+
+def _profile_range_task(
+    p: int,
+    rows: I64,
+    part: ByteRange,
+    lines: I64,
+    ids: list[str],
+    fields: FieldNames,
+    rule: RuleConfig,
+    terms: bool,
+    work_path: Path,
+) -> tuple[int, int]:
+    """Profiles of the documents at ``lines`` of byte range ``part`` (partition ``p``,
+    partition rows ``rows``), read and parsed by the signing pass's own reader and checked
+    to hold the same ids, saved by this worker in the work directory (without the ``done``
+    marker, which the driver writes).  Returns ``(p, documents profiled)``."""
+    parsed = parse_range(part, fields, skip_invalid=True)
+    at = np.searchsorted(parsed.lines, lines)
+    if at.shape[0] and (
+        int(at.max()) >= parsed.lines.shape[0] or not np.array_equal(parsed.lines[at], lines)
+    ):
+        raise _changed()
+    texts = []
+    for i, expected in zip(at.tolist(), ids, strict=True):
+        if parsed.ids[i] != expected:
+            raise _changed()
+        texts.append(parsed.texts[i])
+    profiles = partition_profiles(texts, rule, terms)
+    save_arrays(work_path, "pay", p, {"rows": rows, **profiles.arrays()})
+    return p, int(rows.shape[0])
 
 
 _PROFILE_NAMES = [f.name for f in dataclasses.fields(ProfileRows)]

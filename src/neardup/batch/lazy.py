@@ -35,7 +35,6 @@ _UNJUDGED, _NO, _YES = -1, 0, 1
 
 @njit(cache=True)  # type: ignore[misc]
 def _sweep(
-    order: I64,
     starts: I64,
     lower: I64,
     state: I8,
@@ -51,24 +50,24 @@ def _sweep(
     positions in the lower-neighbour lists) and to ``status`` each document's fate so far;
     ``read``: the edges the sweep read.
 
-    The documents are taken in rank order.  For each, its lower-ranked neighbours are
-    scanned in rank order: the unjudged edges to centers before its first open neighbour
-    or duplicate edge to a center are asked.  A document's fate depends only on its edges'
-    states and its lower neighbours' fates, so only the documents marked ``dirty`` (by
-    rank position: one of their edges was judged, or, in this sweep, a lower neighbour's
-    fate changed) are scanned again; the others keep theirs.  ``state`` holds each edge's
-    state at its position in the lists, so the scan reads it in sequence; ``upper`` lists
-    each document's higher-ranked neighbours by rank position (CSR ``up_starts``).  The
-    scan of a document starts at ``resume``, past the neighbours already known to be
-    skipped for good (members, and centers whose edge was judged not a duplicate)."""
-    n = order.shape[0]
+    Documents are numbered by rank position (every array here is indexed by it, so a
+    sweep reads the lists front to back instead of jumping through memory) and taken in
+    that order.  For each, its lower-ranked neighbours are scanned in rank order: the
+    unjudged edges to centers before its first open neighbour or duplicate edge to a
+    center are asked.  A document's fate depends only on its edges' states and its lower
+    neighbours' fates, so only the documents marked ``dirty`` (one of their edges was
+    judged, or, in this sweep, a lower neighbour's fate changed) are scanned again; the
+    others keep theirs.  ``state`` holds each edge's state at its position in the lists,
+    so the scan reads it in sequence; ``upper`` lists each document's higher-ranked
+    neighbours (CSR ``up_starts``).  The scan of a document starts at ``resume``, past the
+    neighbours already known to be skipped for good (members, and centers whose edge was
+    judged not a duplicate)."""
     count = 0
     read = 0
-    for i in range(n):
-        if not dirty[i]:
+    for x in range(status.shape[0]):
+        if not dirty[x]:
             continue
-        dirty[i] = False
-        x = order[i]
+        dirty[x] = False
         fate = _CENTER
         if not pinned[x]:
             settled = True  # every neighbour so far is skipped for good
@@ -98,6 +97,13 @@ def _sweep(
     return count, read
 
 
+@njit(cache=True, inline="always")  # type: ignore[misc]
+def _may_be_asked(k: int, lower: I64, state: I8, status: I8) -> bool:
+    """Whether a later round may still ask for the edge at list position ``k`` of an open
+    document: unjudged, its lower end not a member."""
+    return bool(state[k] == _UNJUDGED and status[lower[k]] != _MEMBER)
+
+
 @njit(cache=True)  # type: ignore[misc]
 def _consultable(starts: I64, lower: I64, state: I8, status: I8) -> I64:
     """The unjudged edges a later round may still ask for (their positions in the
@@ -112,10 +118,23 @@ def _consultable(starts: I64, lower: I64, state: I8, status: I8) -> I64:
     for x in range(status.shape[0]):
         if status[x] == _OPEN:
             for k in range(starts[x], starts[x + 1]):
-                if state[k] == _UNJUDGED and status[lower[k]] != _MEMBER:
+                if _may_be_asked(k, lower, state, status):
                     out[j] = k
                     j += 1
     return out[:j]
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _consultable_cost(starts: I64, lower: I64, state: I8, status: I8, cost: I64) -> int:
+    """The summed ``cost`` (of each edge, by list position) of :func:`_consultable`'s edges,
+    without listing them: most rounds only compare it with what the rounds have cost."""
+    total = 0
+    for x in range(status.shape[0]):
+        if status[x] == _OPEN:
+            for k in range(starts[x], starts[x + 1]):
+                if _may_be_asked(k, lower, state, status):
+                    total += cost[k]
+    return total
 
 
 def _ends(rank: I64, pairs: I64) -> tuple[I64, I64]:
@@ -125,26 +144,50 @@ def _ends(rank: I64, pairs: I64) -> tuple[I64, I64]:
     return np.where(swap, b, a), np.where(swap, a, b)
 
 
-def _lower_csr(low: I64, high: I64, position: I64) -> tuple[I64, I64, I64]:
-    """For every document, its lower-ranked neighbours (``low``: each edge's better-ranked
-    end, ``high`` the other) sorted by rank position (``position``: of each document; CSR
-    ``starts``, ``lower``) and the index of the edge to each (``edge``)."""
-    n = position.shape[0]
-    # One sort key: (document, rank position of the neighbour), below n * n.
-    by = np.argsort(high.astype(np.int64) * n + position[low], kind="stable")
+@njit(cache=True)  # type: ignore[misc]
+def _stable_by(keys: I64, size: int, order: I64) -> I64:
+    """``order`` sorted stably by ``keys[order]`` (integers in ``[0, size)``): a counting
+    sort, O(len + size), the permutation ``order[np.argsort(keys[order], kind="stable")]``
+    (a comparison sort of millions of edges costs ten times as long)."""
+    starts = np.zeros(size + 1, dtype=np.int64)
+    for i in range(order.shape[0]):
+        starts[keys[order[i]] + 1] += 1
+    for k in range(size):
+        starts[k + 1] += starts[k]
+    out = np.empty(order.shape[0], dtype=np.int64)
+    for i in range(order.shape[0]):
+        k = keys[order[i]]
+        out[starts[k]] = order[i]
+        starts[k] += 1
+    return out
+
+
+def _lower_csr(low: I64, high: I64, n: int, compiled: bool) -> tuple[I64, I64, I64]:
+    """For each of the ``n`` documents (by rank position), its lower-ranked neighbours in
+    rank order (CSR ``starts``, ``lower``; ``low``: each edge's better-ranked end, ``high``
+    the other, both rank positions) and the index of the edge to each (``edge``).
+    ``compiled``: by two counting sorts (neighbour, then document), else by one comparison
+    sort of the combined key; the same order."""
+    if compiled:
+        edges = np.arange(low.shape[0], dtype=np.int64)
+        by = _stable_by(high, n, _stable_by(low, n, edges))
+    else:  # one sort key: (document, neighbour), below n * n
+        by = np.argsort(high * n + low, kind="stable")
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(high, minlength=n), out=starts[1:])
-    return starts, low[by].astype(np.int64), by.astype(np.int64)
+    return starts, low[by], by.astype(np.int64)
 
 
-def _upper_csr(low: I64, high: I64, position: I64) -> tuple[I64, I64]:
-    """For every document, the rank positions (``position``: of each document) of its
-    higher-ranked neighbours (CSR ``up_starts``, ``upper``; in no particular order)."""
-    n = position.shape[0]
-    by = np.argsort(low, kind="stable")
+def _upper_csr(low: I64, high: I64, n: int, compiled: bool) -> tuple[I64, I64]:
+    """For each of the ``n`` documents, its higher-ranked neighbours (CSR ``up_starts``,
+    ``upper``; in no particular order); arguments as for :func:`_lower_csr`."""
+    if compiled:
+        by = _stable_by(low, n, np.arange(low.shape[0], dtype=np.int64))
+    else:
+        by = np.argsort(low, kind="stable")
     up_starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(low, minlength=n), out=up_starts[1:])
-    return up_starts, position[high[by]].astype(np.int64)
+    return up_starts, high[by]
 
 
 #: What one round of lazy judging costs beside its verdicts, in characters of text judged
@@ -193,32 +236,35 @@ def lazy_verdicts(
     state = np.full(m, _UNJUDGED, dtype=np.int8)
     if m == 0:
         return PairVerdicts(labels, scores, *_no_features()), state >= 0
+    n = rank.shape[0]
     order = np.argsort(rank, kind="stable").astype(np.int64)
-    at = np.empty(order.shape[0], dtype=np.int64)  # each document's rank position
-    at[order] = np.arange(order.shape[0], dtype=np.int64)
-    low, high = _ends(rank, pairs)
-    starts, lower, edge = _lower_csr(low, high, at)
-    up_starts, upper = _upper_csr(low, high, at)
-    worse = at[high]  # the rank position of each edge's worse-ranked end
+    at = np.empty(n, dtype=np.int64)  # each document's rank position: its number below
+    at[order] = np.arange(n, dtype=np.int64)
+    # A small job's sweeps run the kernels' own Python (the same code, uncompiled), so that
+    # judging a few pairs never waits for numba to load (neardup._jit).
+    compiled = compiled_worthwhile(_PYTHON_NS_PER_ITEM * (m + n))
+    low, high = (at[end] for end in _ends(rank, pairs))
+    starts, lower, edge = _lower_csr(low, high, n, compiled)
+    up_starts, upper = _upper_csr(low, high, n, compiled)
     # Edge states at their positions in the neighbour lists (what the sweep reads in turn).
     listed = np.full(m, _UNJUDGED, dtype=np.int8)
     position = np.empty(m, dtype=np.int64)
     position[edge] = np.arange(m, dtype=np.int64)
-    # A small job's sweeps run the kernels' own Python (the same code, uncompiled), so that
-    # judging a few pairs never waits for numba to load (neardup._jit).
-    compiled = compiled_worthwhile(_PYTHON_NS_PER_ITEM * (m + order.shape[0]))
     sweep = _sweep if compiled else uncompiled(_sweep)
     consultable = _consultable if compiled else uncompiled(_consultable)
-    pin = np.ascontiguousarray(pinned, dtype=np.bool_)
+    consultable_cost = _consultable_cost if compiled else uncompiled(_consultable_cost)
+    # What judging each edge costs, at its position in the lists.
+    listed_cost = np.ones(m, dtype=np.int64) if pair_cost is None else pair_cost[edge]
+    pin = np.ascontiguousarray(np.asarray(pinned, dtype=np.bool_)[order])
     # The first sweep scans every document; an open one is its own fate's first change.
-    status = np.full(order.shape[0], -1, dtype=np.int8)
-    dirty = np.ones(order.shape[0], dtype=np.bool_)
+    status = np.full(n, -1, dtype=np.int8)
+    dirty = np.ones(n, dtype=np.bool_)
     resume = starts[:-1].copy()
     asked = np.empty(m, dtype=np.int64)
     spent = check = 0
     while True:
         count, read = sweep(
-            order, starts, lower, listed, pin, status, dirty, up_starts, upper, resume, asked
+            starts, lower, listed, pin, status, dirty, up_starts, upper, resume, asked
         )
         spent += edge_cost * read
         if not count:
@@ -229,17 +275,15 @@ def lazy_verdicts(
             # in a run on large clusters): done only when the rounds' cost has grown by
             # half since the last time.
             check = spent + spent // 2
-            rest = edge[consultable(starts, lower, listed, status)]
-            cost = rest.shape[0] if pair_cost is None else int(pair_cost[rest].sum())
-            if cost <= spent:
-                todo = np.sort(rest)
+            if consultable_cost(starts, lower, listed, status, listed_cost) <= spent:
+                todo = np.sort(edge[consultable(starts, lower, listed, status)])
         spent += round_cost
         verdicts = judge(todo)
         labels[todo] = verdicts.labels
         scores[todo] = verdicts.scores
         state[todo] = np.where(verdicts.labels == DUPLICATE, _YES, _NO)
         listed[position[todo]] = state[todo]
-        dirty[worse[todo]] = True
+        dirty[high[todo]] = True  # the worse-ranked ends
     return PairVerdicts(labels, scores, *_no_features()), state >= 0
 
 

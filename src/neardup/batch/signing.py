@@ -115,6 +115,8 @@ class Meta:
     files: list[int] = dataclasses.field(default_factory=list)
     lines: list[int] = dataclasses.field(default_factory=list)
     part_starts: list[int] = dataclasses.field(default_factory=list)
+    #: Each partition's byte range when the workers read their own (else empty).
+    part_ranges: list[ByteRange] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,6 +274,7 @@ def sign_stage_ranges(job: SignInputs) -> tuple[Meta, list[I64]]:
         st.documents += len(rows)
         take = np.asarray(rows, dtype=np.int64)
         meta.part_starts.append(len(meta.ids))
+        meta.part_ranges.append(part)
         meta.ids.extend(parsed.ids[i] for i in rows)
         meta.existing.extend([is_existing] * len(rows))
         meta.dates.extend(parsed.dates[take].tolist())

@@ -50,15 +50,21 @@ def _band_key(sig: U64, band: int, rows: int) -> np.uint64:  # pragma: no cover 
 
 
 @njit(cache=True, inline="always")
-def _table_key(sig: U64, band: int, rows: int) -> np.uint64:  # pragma: no cover - compiled
-    """The key of ``sig``'s band in the in-memory tables: a polynomial of the band's values
-    and its number, finalised by splitmix64.  Cheaper than :func:`band_keys` (one multiply
-    per value instead of a full mix), and enough: the tables only route a lookup to a chain,
-    whose rows are then checked value by value."""
-    h = np.uint64(band + 1) * np.uint64(0xD6E8FEB86659FD93)
-    for j in range(band * rows, (band + 1) * rows):
-        h = h * GOLDEN + sig[j]
-    return _mix(h)
+def _table_keys(sig: U64, bands: int, rows: int, out: U64 | I64) -> None:  # pragma: no cover
+    """The keys of ``sig``'s bands in the in-memory tables, into ``out[:bands]`` (the 64 bits
+    as ``out``'s integer type): per band a polynomial of its values and its number,
+    finalised by splitmix64.  Cheaper than :func:`band_keys` (one multiply per value
+    instead of a full mix), and enough: the tables only route a lookup to a chain, whose
+    rows are then checked value by value.  The bands are stepped together, value by value,
+    so that their multiplications overlap (one band after another waits on each product:
+    twice the time)."""
+    for b in range(bands):
+        out[b] = np.uint64(b + 1) * np.uint64(0xD6E8FEB86659FD93)
+    for j in range(rows):
+        for b in range(bands):
+            out[b] = np.uint64(out[b]) * GOLDEN + sig[b * rows + j]
+    for b in range(bands):
+        out[b] = _mix(np.uint64(out[b]))
 
 
 @njit(cache=True, inline="always")
@@ -79,8 +85,7 @@ def _store(
     values[row] = sig
     alive[row] = True
     mask = np.uint64(slots.shape[1] - 1)
-    for b in range(bands):  # the keys, then their independent loads (see _band_hits)
-        keys[b] = _table_key(sig, b, rows)
+    _table_keys(sig, bands, rows, keys)  # the keys, then their independent loads (_band_hits)
     for b in range(bands):
         first[b] = tags[b, (keys[b] >> np.uint64(32)) & mask]
     for b in range(bands):
@@ -164,8 +169,7 @@ def _band_hits(
     each cache miss): every band key; the first tag of every band; the head of every band
     whose first slot is used (a new document usually has none); then the chains."""
     mask = np.uint64(slots.shape[1] - 1)
-    for b in range(bands):
-        scratch[b] = np.int64(_table_key(q, b, rows))
+    _table_keys(q, bands, rows, scratch)
     for b in range(bands):
         scratch[bands + b] = np.int64(tags[b, (np.uint64(scratch[b]) >> np.uint64(32)) & mask])
     found = False

@@ -65,7 +65,6 @@ U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
 _UINT64 = np.dtype(np.uint64)
 _MAGIC = b"NDLSHIDX"
-_CONTIGUOUS = (8,)  # strides of a contiguous 1-d uint64 array
 _FIRST_OUT = 256  # output slots of a query's first (usually only) pass: 64 candidates
 
 
@@ -98,7 +97,7 @@ class LSHIndex(RowIndex):
         self._hold = config.buffer_size
         self._query_entry: Any = None  # compiled code of the single query (see _bind_query)
         self._bound: Any = None  # that code with this index's arrays bound
-        self._query_shape = (config.num_perm,)
+        self._query_nbytes = 8 * config.num_perm
         self._rows_store = GrowingRows()
         self._spare_out: I64 | None = np.empty(_FIRST_OUT, dtype=np.int64)  # see query
         self._init_rows(BandTables(self.bands), (config.num_perm,))
@@ -118,7 +117,7 @@ class LSHIndex(RowIndex):
         self.__dict__.update(state)
         self._rows_store = GrowingRows()
         self._query_entry = self._bound = None
-        self._query_shape = (self.config.num_perm,)
+        self._query_nbytes = 8 * self.config.num_perm
 
     @property
     def nbytes(self) -> int:
@@ -377,12 +376,11 @@ class LSHIndex(RowIndex):
             if self._pending:
                 self._flush()
             bound = self._bound
-            q = signature.values
+            q = signature.values  # C-contiguous, uint32 or uint64 (Signature's guarantee)
             if (
                 bound is not None
-                and q.dtype == _UINT64
-                and q.strides == _CONTIGUOUS
-                and q.shape == self._query_shape
+                and q.itemsize == 8
+                and q.nbytes == self._query_nbytes
                 and signature.scheme_id == self.scheme_id
             ):
                 # An output buffer of this call's own: taken from the index (another

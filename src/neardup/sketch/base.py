@@ -39,10 +39,12 @@ _COUNT = struct.Struct("<I")
 
 
 class Signature:
-    """An immutable signature: ``scheme_id`` and read-only ``values`` (uint32 or uint64).
+    """An immutable signature: ``scheme_id`` and read-only, C-contiguous, little-endian
+    ``values`` (uint32 or uint64).
 
-    Writable input arrays are copied; an array that is already read-only and little-endian
-    is kept as it is (the schemes hand over fresh arrays, and this saves a copy per signature).
+    Writable input arrays are copied; an array that is already read-only, contiguous and
+    little-endian is kept as it is (the schemes hand over fresh arrays, and this saves a copy
+    per signature).  Compiled code reads ``values`` in place, relying on that layout.
     """
 
     __slots__ = ("_bytes", "_digest", "scheme_id", "values")
@@ -61,7 +63,7 @@ class Signature:
             )
         if not scheme_id.isascii() or not scheme_id or len(scheme_id) > 0xFFFF:
             raise SignatureFormatError(f"scheme id must be non-empty ASCII, got {scheme_id!r}")
-        if arr.flags.writeable or arr.dtype.byteorder == ">":
+        if arr.flags.writeable or arr.dtype.byteorder == ">" or not arr.flags.c_contiguous:
             # Own a read-only little-endian copy, so the caller cannot change a signature.
             arr = arr.astype(arr.dtype.newbyteorder("<"), copy=True)
             arr.flags.writeable = False
