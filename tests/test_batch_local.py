@@ -306,3 +306,30 @@ def test_a_worker_profiling_its_range_refuses_a_changed_input(tmp_path: Path) ->
         _profile_range_task(0, np.array([0, 2]), part, lines, ["d0", "d9"], *args)
     with pytest.raises(StoreError, match="input changed"):
         _profile_range_task(0, np.array([0, 2]), part, np.array([1, 4]), ids, *args)
+
+
+def test_a_small_dedup_never_loads_numba(tmp_path: Path) -> None:
+    """A few dozen documents (copies among them, so lazy judging runs its rounds and costs
+    the rest) are deduplicated on the kernels' own Python: numba's load would cost more
+    than the whole job (docs/batch.md)."""
+    import subprocess
+    import sys
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(400)]
+    texts = [" ".join(rng.choice(words) for _ in range(120)) for _ in range(30)]
+    texts += [t.replace("w1 ", "w2 ", 3) for t in texts[:12]]
+    path = tmp_path / "small.jsonl"
+    path.write_text(
+        "".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)),
+        encoding="utf-8",
+    )
+    code = (
+        "import sys; from neardup.batch import run; "
+        f"result = run({str(path)!r}); "
+        "print(result.summary.verdicts.get('duplicate', 0), 'numba' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    duplicates, loaded = out.stdout.split()
+    assert int(duplicates) > 0
+    assert loaded == "False"

@@ -97,44 +97,32 @@ def _sweep(
     return count, read
 
 
-@njit(cache=True, inline="always")  # type: ignore[misc]
-def _may_be_asked(k: int, lower: I64, state: I8, status: I8) -> bool:
-    """Whether a later round may still ask for the edge at list position ``k`` of an open
-    document: unjudged, its lower end not a member."""
-    return bool(state[k] == _UNJUDGED and status[lower[k]] != _MEMBER)
-
-
 @njit(cache=True)  # type: ignore[misc]
-def _consultable(starts: I64, lower: I64, state: I8, status: I8) -> I64:
-    """The unjudged edges a later round may still ask for (their positions in the
-    lower-neighbour lists): higher-ranked end open, lower end not a member.  Only the open
-    documents' edges are read, once (each edge is listed under its worse-ranked end)."""
+def _consultable(
+    starts: I64, lower: I64, state: I8, status: I8, cost: I64, listing: bool
+) -> tuple[I64, int]:
+    """The unjudged edges a later round may still ask for (higher-ranked end open, lower
+    end not a member): their positions in the lower-neighbour lists when ``listing`` (else
+    none), and their summed ``cost`` (of each edge, by list position; most rounds only
+    compare it with what the rounds have cost).  Only the open documents' edges are read,
+    once (each edge is listed under its worse-ranked end)."""
     room = 0
-    for x in range(status.shape[0]):
-        if status[x] == _OPEN:
-            room += starts[x + 1] - starts[x]
+    if listing:
+        for x in range(status.shape[0]):
+            if status[x] == _OPEN:
+                room += starts[x + 1] - starts[x]
     out = np.empty(room, dtype=np.int64)
     j = 0
-    for x in range(status.shape[0]):
-        if status[x] == _OPEN:
-            for k in range(starts[x], starts[x + 1]):
-                if _may_be_asked(k, lower, state, status):
-                    out[j] = k
-                    j += 1
-    return out[:j]
-
-
-@njit(cache=True)  # type: ignore[misc]
-def _consultable_cost(starts: I64, lower: I64, state: I8, status: I8, cost: I64) -> int:
-    """The summed ``cost`` (of each edge, by list position) of :func:`_consultable`'s edges,
-    without listing them: most rounds only compare it with what the rounds have cost."""
     total = 0
     for x in range(status.shape[0]):
         if status[x] == _OPEN:
             for k in range(starts[x], starts[x + 1]):
-                if _may_be_asked(k, lower, state, status):
+                if state[k] == _UNJUDGED and status[lower[k]] != _MEMBER:
                     total += cost[k]
-    return total
+                    if listing:
+                        out[j] = k
+                        j += 1
+    return out[:j], total
 
 
 def _ends(rank: I64, pairs: I64) -> tuple[I64, I64]:
@@ -252,7 +240,6 @@ def lazy_verdicts(
     position[edge] = np.arange(m, dtype=np.int64)
     sweep = _sweep if compiled else uncompiled(_sweep)
     consultable = _consultable if compiled else uncompiled(_consultable)
-    consultable_cost = _consultable_cost if compiled else uncompiled(_consultable_cost)
     # What judging each edge costs, at its position in the lists.
     listed_cost = np.ones(m, dtype=np.int64) if pair_cost is None else pair_cost[edge]
     pin = np.ascontiguousarray(np.asarray(pinned, dtype=np.bool_)[order])
@@ -275,8 +262,9 @@ def lazy_verdicts(
             # in a run on large clusters): done only when the rounds' cost has grown by
             # half since the last time.
             check = spent + spent // 2
-            if consultable_cost(starts, lower, listed, status, listed_cost) <= spent:
-                todo = np.sort(edge[consultable(starts, lower, listed, status)])
+            if consultable(starts, lower, listed, status, listed_cost, False)[1] <= spent:
+                rest, _ = consultable(starts, lower, listed, status, listed_cost, True)
+                todo = np.sort(edge[rest])
         spent += round_cost
         verdicts = judge(todo)
         labels[todo] = verdicts.labels
