@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from neardup._jit import forced
-from neardup.batch.lazy import _ends, _lower_csr, _stable_by, _upper_csr, lazy_verdicts
+from neardup.batch.lazy import _ends, _neighbour_lists, _stable_by, lazy_verdicts
 from neardup.batch.unionfind import center_labels
 from neardup.batch.verify import DUPLICATE, NOT_DUPLICATE, PairVerdicts
 
@@ -145,8 +145,9 @@ def test_the_python_sweep_asks_what_the_compiled_one_does(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_neighbour_lists_by_counting_sorts_equal_the_comparison_sort(seed: int) -> None:
-    """The compiled counting sorts build the same neighbour lists as the sort of one
-    combined key (the small-job path), on graphs with hubs and isolated documents."""
+    """The compiled counting sorts and the small-job comparison sorts build the same
+    neighbour lists, equal to sorting the edges by one combined key, on graphs with hubs
+    and isolated documents."""
     rng = np.random.default_rng(seed)
     n = 300
     pairs = _graph(seed, n, 2_000, 60)
@@ -154,9 +155,15 @@ def test_neighbour_lists_by_counting_sorts_equal_the_comparison_sort(seed: int) 
     at = np.empty(n, dtype=np.int64)
     at[np.argsort(rank, kind="stable")] = np.arange(n)
     low, high = (at[end] for end in _ends(rank, pairs))
-    for build in (_lower_csr, _upper_csr):
-        fast, slow = build(low, high, n, True), build(low, high, n, False)
-        assert all(np.array_equal(f, s) for f, s in zip(fast, slow, strict=True))
+    fast, slow = _neighbour_lists(low, high, n, True), _neighbour_lists(low, high, n, False)
+    assert all(np.array_equal(f, s) for f, s in zip(fast, slow, strict=True))
+    by = np.argsort(high * n + low, kind="stable")  # (document, neighbour)
+    starts, lower, edge, up_starts, upper = fast
+    assert np.array_equal(edge, by) and np.array_equal(lower, low[by])
+    assert np.array_equal(starts, np.searchsorted(high[by], np.arange(n + 1)))
+    up = np.argsort(low, kind="stable")
+    assert np.array_equal(upper, high[up])
+    assert np.array_equal(up_starts, np.searchsorted(low[up], np.arange(n + 1)))
     keys = rng.integers(0, 50, 1_000).astype(np.int64)
     order = rng.permutation(1_000).astype(np.int64)
     expected = order[np.argsort(keys[order], kind="stable")]

@@ -150,32 +150,26 @@ def _stable_by(keys: I64, size: int, order: I64) -> I64:
     return out
 
 
-def _lower_csr(low: I64, high: I64, n: int, compiled: bool) -> tuple[I64, I64, I64]:
-    """For each of the ``n`` documents (by rank position), its lower-ranked neighbours in
-    rank order (CSR ``starts``, ``lower``; ``low``: each edge's better-ranked end, ``high``
-    the other, both rank positions) and the index of the edge to each (``edge``).
-    ``compiled``: by two counting sorts (neighbour, then document), else by one comparison
-    sort of the combined key; the same order."""
+def _neighbour_lists(low: I64, high: I64, n: int, compiled: bool) -> tuple[I64, I64, I64, I64, I64]:
+    """For each of the ``n`` documents (by rank position; ``low``: each edge's better-ranked
+    end, ``high`` the other, both rank positions): its lower-ranked neighbours in rank
+    order (CSR ``starts``, ``lower``) with the index of the edge to each (``edge``), and its
+    higher-ranked neighbours (CSR ``up_starts``, ``upper``).  One stable sort of the edges
+    by their better end gives ``upper``; sorting that order stably by the worse end gives
+    the lower lists, each in rank order.  ``compiled``: counting sorts, else comparison
+    sorts; the same order."""
+    m = low.shape[0]
     if compiled:
-        edges = np.arange(low.shape[0], dtype=np.int64)
-        by = _stable_by(high, n, _stable_by(low, n, edges))
-    else:  # one sort key: (document, neighbour), below n * n
-        by = np.argsort(high * n + low, kind="stable")
+        by_low = _stable_by(low, n, np.arange(m, dtype=np.int64))
+        by_high = _stable_by(high, n, by_low)
+    else:
+        by_low = np.argsort(low, kind="stable")
+        by_high = by_low[np.argsort(high[by_low], kind="stable")]
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(high, minlength=n), out=starts[1:])
-    return starts, low[by], by.astype(np.int64)
-
-
-def _upper_csr(low: I64, high: I64, n: int, compiled: bool) -> tuple[I64, I64]:
-    """For each of the ``n`` documents, its higher-ranked neighbours (CSR ``up_starts``,
-    ``upper``; in no particular order); arguments as for :func:`_lower_csr`."""
-    if compiled:
-        by = _stable_by(low, n, np.arange(low.shape[0], dtype=np.int64))
-    else:
-        by = np.argsort(low, kind="stable")
     up_starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(low, minlength=n), out=up_starts[1:])
-    return up_starts, high[by]
+    return starts, low[by_high], by_high.astype(np.int64), up_starts, high[by_low]
 
 
 #: What one round of lazy judging costs beside its verdicts, in characters of text judged
@@ -232,8 +226,7 @@ def lazy_verdicts(
     # judging a few pairs never waits for numba to load (neardup._jit).
     compiled = compiled_worthwhile(_PYTHON_NS_PER_ITEM * (m + n))
     low, high = (at[end] for end in _ends(rank, pairs))
-    starts, lower, edge = _lower_csr(low, high, n, compiled)
-    up_starts, upper = _upper_csr(low, high, n, compiled)
+    starts, lower, edge, up_starts, upper = _neighbour_lists(low, high, n, compiled)
     # Edge states at their positions in the neighbour lists (what the sweep reads in turn).
     listed = np.full(m, _UNJUDGED, dtype=np.int8)
     position = np.empty(m, dtype=np.int64)
