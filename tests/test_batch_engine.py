@@ -19,6 +19,7 @@ from neardup.batch import DedupConfig, dedup, find_pairs, run
 from neardup.batch import engine as engine_module
 from neardup.batch import signing as signing_module
 from neardup.batch.io import check_complete
+from neardup.batch.verify import PairVerdicts
 from neardup.errors import ConfigError
 from neardup.evaluation.synth import perturb_words
 from neardup.rule import Profile, RuleConfig, judge, profile
@@ -499,9 +500,16 @@ def test_work_dir_cleanup_touches_only_its_own_files(tmp_path: Path) -> None:
     assert sorted(p.name for p in work.iterdir()) == ["notes.json", "sig.keys-000000.npy.bak"]
 
 
-def _judge_every_pair(pairs, rank, pinned, judge, **costs):  # type: ignore[no-untyped-def]
-    everything = np.arange(pairs.shape[0], dtype=np.int64)
-    return judge(everything), np.ones(pairs.shape[0], dtype=bool)
+def _judge_every_pair(pairs, rank, pinned, judging, **costs):  # type: ignore[no-untyped-def]
+    m = pairs.shape[0]
+    judging.start(np.arange(m, dtype=np.int64))
+    labels, scores = np.empty(m, dtype=np.int8), np.empty(m)
+    while judging.running():
+        todo, verdicts = judging.next()
+        labels[todo], scores[todo] = verdicts.labels, verdicts.scores
+    empty = PairVerdicts.empty()
+    everything = PairVerdicts(labels, scores, empty.kept, empty.counts, empty.cosine)
+    return everything, np.ones(m, dtype=bool)
 
 
 @pytest.mark.parametrize("keep", ["earliest", "longest"])

@@ -78,3 +78,72 @@ def test_the_base_executor_runs_nothing() -> None:
     with pytest.raises(NotImplementedError):
         Executor().imap(_slow_square, [(1,)])
     Executor().close()
+
+
+def _fail(message: str) -> None:
+    raise ValueError(message)
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_started_tasks_finish_in_any_order_and_raise_their_errors(pooled: bool) -> None:
+    """``start`` / ``first_done``: the earliest started of the finished tasks comes first;
+    a task's exception is raised by its ``result()``."""
+    ex: Executor = LocalPool(2) if pooled else InProcess()
+    try:
+        tasks = [ex.start(_slow_square, x) for x in (2, 0, 4)]  # sleeps 20, 0, 10 ms
+        results = []
+        while tasks:
+            done = ex.first_done(tasks)
+            assert done in tasks
+            tasks.remove(done)
+            results.append(done.result())
+        assert sorted(results) == [0, 4, 16]
+        if pooled:
+            assert results[0] == 0  # the one that did not sleep
+        else:
+            assert results == [4, 0, 16]  # run when started, taken in order
+        failing = ex.start(_fail, "bad") if pooled else None
+        if failing is not None:
+            with pytest.raises(ValueError, match="bad"):
+                ex.first_done([failing]).result()
+        else:
+            with pytest.raises(ValueError, match="bad"):
+                ex.start(_fail, "bad")
+    finally:
+        ex.close()
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_work_beside_the_workers(pooled: bool) -> None:
+    """``beside`` runs in this process (a thread beside a pool's workers, at once in
+    process): its result, or its exception, comes from ``result()``."""
+    import threading
+
+    ex: Executor = LocalPool(2) if pooled else InProcess()
+    try:
+        task = ex.beside(threading.get_ident)
+        assert (task.result() == threading.get_ident()) is not pooled
+        with pytest.raises(ValueError, match="beside"):
+            ex.beside(_fail, "beside").result()
+    finally:
+        ex.close()
+
+
+def test_the_pool_warm_up_loads_the_signing_kernels() -> None:
+    """Before a pool forks, the driver loads numba and the signing kernels (forced: the
+    warm-up's short text would otherwise run the kernels' Python), so the workers inherit
+    them instead of each loading them."""
+    import subprocess
+    import sys
+
+    code = (
+        "from neardup._jit import numba_loaded\n"
+        "from neardup.batch.engine import _warm_up\n"
+        "from neardup.batch.tasks import DedupConfig\n"
+        "assert not numba_loaded()\n"
+        "_warm_up(DedupConfig())\n"
+        "print(numba_loaded())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

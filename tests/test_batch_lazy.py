@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from neardup._jit import forced
-from neardup.batch.lazy import _ends, _neighbour_lists, _stable_by, lazy_verdicts
+from neardup.batch.lazy import (
+    Judging,
+    _ends,
+    _neighbour_lists,
+    _stable_by,
+    lazy_verdicts,
+    neighbour_graph,
+)
 from neardup.batch.unionfind import center_labels
 from neardup.batch.verify import DUPLICATE, NOT_DUPLICATE, PairVerdicts
 
@@ -20,19 +27,46 @@ def _graph(seed: int, n: int, m: int, clique: int) -> np.ndarray:
     return np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
 
 
+class _Case:
+    """A seeded random candidate graph (with a large cluster) and its true verdicts."""
+
+    def __init__(self, seed: int, rng: np.random.Generator, most: int, edges: int) -> None:
+        n = int(rng.integers(2, most))
+        self.pairs = _graph(seed, n, int(rng.integers(0, edges)), int(rng.integers(0, 20)))
+        self.duplicate = rng.random(self.pairs.shape[0]) < rng.random()
+        self.truth = np.where(self.duplicate, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
+        self.scores = rng.random(self.pairs.shape[0])
+        self.rank = rng.permutation(n).astype(np.int64)
+        self.pinned = rng.random(n) < 0.1
+
+    def check(self, verdicts: PairVerdicts, judged: np.ndarray, asked: list[np.ndarray]) -> None:
+        """Greedy centers as on every verdict (the oracle); judged verdicts are the rule's,
+        each asked once; the others unscored."""
+        pairs, rank, pinned = self.pairs, self.rank, self.pinned
+        dup = self.duplicate
+        expected = center_labels(rank, pairs[dup, 0], pairs[dup, 1], pinned=pinned)
+        ok = verdicts.labels == DUPLICATE
+        got = center_labels(rank, pairs[ok, 0], pairs[ok, 1], pinned=pinned)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(verdicts.labels[judged], self.truth[judged])
+        np.testing.assert_array_equal(verdicts.scores[judged], self.scores[judged])
+        assert np.isnan(verdicts.scores[~judged]).all()
+        flat = np.concatenate(asked) if asked else np.empty(0, np.int64)
+        assert np.unique(flat).shape[0] == flat.shape[0] == int(judged.sum())
+        # Every member's edge to its center was judged duplicate (its score is known).
+        for k, (a, b) in enumerate(pairs.tolist()):
+            if expected[a] == b or expected[b] == a:
+                assert judged[k] and verdicts.labels[k] == DUPLICATE
+
+
 @pytest.mark.parametrize(
     ("round_pairs", "edge_cost"), [(0, 0), (1, 0), (3, 0), (40, 0), (10**9, 0), (1, 1), (0, 7)]
 )
 @pytest.mark.parametrize("seed", range(12))
 def test_same_centers_as_judging_every_pair(seed: int, round_pairs: int, edge_cost: int) -> None:
     rng = np.random.default_rng(1000 + seed)
-    n = int(rng.integers(2, 60))
-    pairs = _graph(seed, n, int(rng.integers(0, 200)), int(rng.integers(0, 15)))
-    duplicate = rng.random(pairs.shape[0]) < rng.random()
-    truth = np.where(duplicate, DUPLICATE, NOT_DUPLICATE).astype(np.int8)
-    scores = rng.random(pairs.shape[0])
-    rank = rng.permutation(n).astype(np.int64)
-    pinned = rng.random(n) < 0.1
+    case = _Case(seed, rng, 60, 200)
+    pairs, truth, scores = case.pairs, case.truth, case.scores
     asked: list[np.ndarray] = []
 
     def judge(todo: np.ndarray) -> PairVerdicts:
@@ -43,22 +77,15 @@ def test_same_centers_as_judging_every_pair(seed: int, round_pairs: int, edge_co
     # Odd seeds: pairs of unequal costs (the engine's: characters of the two texts).
     cost = rng.integers(1, 50, pairs.shape[0]) if seed % 2 else None
     verdicts, judged = lazy_verdicts(
-        pairs, rank, pinned, judge, round_cost=round_pairs, edge_cost=edge_cost, pair_cost=cost
+        pairs,
+        case.rank,
+        case.pinned,
+        judge,
+        round_cost=round_pairs,
+        edge_cost=edge_cost,
+        pair_cost=cost,
     )
-    expected = center_labels(rank, pairs[duplicate, 0], pairs[duplicate, 1], pinned=pinned)
-    ok = verdicts.labels == DUPLICATE
-    got = center_labels(rank, pairs[ok, 0], pairs[ok, 1], pinned=pinned)
-    np.testing.assert_array_equal(got, expected)
-    # Judged verdicts are the rule's; the others are never asked twice.
-    np.testing.assert_array_equal(verdicts.labels[judged], truth[judged])
-    np.testing.assert_array_equal(verdicts.scores[judged], scores[judged])
-    assert np.isnan(verdicts.scores[~judged]).all()
-    flat = np.concatenate(asked) if asked else np.empty(0, np.int64)
-    assert np.unique(flat).shape[0] == flat.shape[0] == int(judged.sum())
-    # Every member's edge to its center was judged duplicate (its score is known).
-    for k, (a, b) in enumerate(pairs.tolist()):
-        if expected[a] == b or expected[b] == a:
-            assert judged[k] and verdicts.labels[k] == DUPLICATE
+    case.check(verdicts, judged, asked)
 
 
 def test_a_large_cluster_needs_few_verdicts() -> None:
@@ -168,3 +195,57 @@ def test_neighbour_lists_by_counting_sorts_equal_the_comparison_sort(seed: int) 
     order = rng.permutation(1_000).astype(np.int64)
     expected = order[np.argsort(keys[order], kind="stable")]
     assert np.array_equal(_stable_by(keys, 50, order), expected)
+
+
+class _Shuffled:
+    """A :class:`~neardup.batch.lazy.Judging` of ``workers`` simulated workers whose
+    batches finish in a random order (what a pool does), cut into random pieces."""
+
+    def __init__(self, truth: np.ndarray, scores: np.ndarray, workers: int, seed: int) -> None:
+        self.truth, self.scores, self.workers = truth, scores, workers
+        self.rng = np.random.default_rng(seed)
+        self.started: list[np.ndarray] = []
+        self.asked: list[np.ndarray] = []
+
+    def idle(self) -> int:
+        return max(0, self.workers - len(self.started))
+
+    def running(self) -> int:
+        return len(self.started)
+
+    def start(self, todo: np.ndarray) -> None:
+        self.asked.append(todo)
+        cuts = np.sort(self.rng.integers(0, todo.shape[0] + 1, int(self.rng.integers(0, 3))))
+        self.started.extend(p for p in np.split(self.rng.permutation(todo), cuts) if p.size)
+
+    def next(self) -> tuple[np.ndarray, PairVerdicts]:
+        todo = self.started.pop(int(self.rng.integers(0, len(self.started))))
+        empty = PairVerdicts.empty()
+        verdicts = PairVerdicts(
+            self.truth[todo], self.scores[todo], empty.kept, empty.counts, empty.cosine
+        )
+        return todo, verdicts
+
+
+@pytest.mark.parametrize("workers", [1, 2, 5])
+@pytest.mark.parametrize("seed", range(10))
+def test_overlapping_batches_give_the_same_centers(seed: int, workers: int) -> None:
+    """Batches judged at once on several workers and finishing in any order: greedy
+    centers as on every verdict, each judged pair asked once, its verdict the rule's."""
+    rng = np.random.default_rng(500 + seed)
+    case = _Case(seed, rng, 80, 300)
+    judging = _Shuffled(case.truth, case.scores, workers, seed)
+    assert isinstance(judging, Judging)
+    cost = rng.integers(1, 50, case.pairs.shape[0])
+    graph = neighbour_graph(case.pairs, case.rank, case.pinned, cost)
+    verdicts, judged = lazy_verdicts(
+        case.pairs,
+        case.rank,
+        case.pinned,
+        judging,
+        round_cost=int(rng.integers(0, 60)),
+        pair_cost=cost,
+        graph=graph,
+    )
+    case.check(verdicts, judged, judging.asked)
+    assert judging.running() == 0

@@ -14,8 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup._jit import forced
-from neardup.batch.judging import _table, release_profiles, table_stage
-from neardup.batch.signing import Meta
+from neardup.batch.judging import _saved_profiles, _table, release_profiles, table_stage
 from neardup.batch.verify import (
     PairVerdicts,
     ProfileRows,
@@ -88,10 +87,9 @@ def test_profile_rows_take_and_arrays(tmp_path: Path) -> None:
     taken = rows.take(order)
     work = WorkDir(tmp_path / "work", "key")
     for part, i in enumerate(order.tolist()):  # one document a partition, in this order
-        arrays = profile_rows([TEXTS[i]], rule).arrays()
-        work.save("pay", part, {"rows": np.zeros(1, dtype=np.int64), **arrays})
-    meta = Meta(ids=[str(i) for i in range(4)], part_starts=[0, 1, 2, 3])
-    table_stage(work, meta, np.arange(4, dtype=np.int64))
+        saved = _saved_profiles(np.zeros(1, dtype=np.int64), profile_rows([TEXTS[i]], rule))
+        work.save("pay", part, saved)
+    table_stage(work, np.arange(4, dtype=np.int64), 4, np.arange(4, dtype=np.int64))
     row_of, counts, joined = _table(work.path)
     assert row_of.tolist() == [0, 1, 2, 3]
     for name, value in taken.arrays().items():

@@ -55,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from neardup._jit import forced
 from neardup._kernels import distinct, distinct_below
 from neardup.batch.executors import LocalPool, executor_for, progress_bar
 from neardup.batch.io import (
@@ -63,8 +64,14 @@ from neardup.batch.io import (
     check_complete,
     input_fingerprint,
 )
-from neardup.batch.judging import profile_stage, release_profiles, table_stage, verify_stage
-from neardup.batch.lazy import ROUND_CHARS, SWEEP_CHARS_PER_EDGE, lazy_verdicts
+from neardup.batch.judging import (
+    ChunkJudging,
+    profile_stage,
+    release_profiles,
+    start_table_stage,
+    verify_stage,
+)
+from neardup.batch.lazy import ROUND_CHARS, SWEEP_CHARS_PER_EDGE, lazy_verdicts, neighbour_graph
 from neardup.batch.ranges import splittable
 from neardup.batch.results import DedupResult, DedupSummary
 from neardup.batch.shuffle import KeyShards, shuffle_stage
@@ -112,9 +119,14 @@ SCHEDULER_TIMEOUT = "20s"
 
 def _warm_up(config: DedupConfig) -> None:
     """Load the compiled kernels of the signing pass in this process (before a
-    :class:`LocalPool` forks, so its workers inherit them instead of each loading them)."""
+    :class:`LocalPool` forks, so its workers inherit them instead of each loading them:
+    measured, two workers each spent 0.7 s loading numba and these kernels).  Compiled by
+    force: a text this short would run the kernels' Python instead.  (The judging kernels
+    are not warmed here: the workers call them on read-only, memory-mapped arrays, which
+    numba compiles apart.)"""
     text = "warm up the compiled kernels of the signing pass once"
-    sign_partition([text], config)
+    with forced(True):
+        sign_partition([text], config)
 
 
 def _keep_rank(meta: Meta, existing: npt.NDArray[np.bool_], keep: str) -> I64:
@@ -267,33 +279,39 @@ def run(
     with _stage(summary, "shuffle"):
         pairs = shuffle_stage(shuffle, cfg, runner, progress, work)
     summary.candidate_pairs = int(pairs.shape[0])
+    existing = np.asarray(meta.existing, dtype=bool)
+    rank = _keep_rank(meta, existing, cfg.keep)
+    lazy = mode == "dedup" and cfg.clusters == "centers"
+    if lazy:
+        # Judging's reading of the pairs needs no profile: built while the workers profile.
+        chars = np.asarray(meta.lengths, dtype=np.int64)
+        pair_cost = chars[pairs[:, 0]] + chars[pairs[:, 1]]
+        graph = runner.beside(neighbour_graph, pairs, rank, existing, pair_cost)
     with _stage(summary, "profile"):
         involved = distinct_below(pairs, len(meta.ids))
         if involved.shape[0]:
             # dedup asks only whether pairs are duplicates: no content words (the cosine).
             terms = mode == "pairs"
             profile_stage(corpus, cfg, runner, work, meta, involved, terms, progress)
-            table_stage(work, meta, involved)
+        # A pool worker joins the profile table while this process prepares the judging.
+        table = start_table_stage(runner, work, meta, involved)
     summary.profiled_documents = int(involved.shape[0])
-    existing = np.asarray(meta.existing, dtype=bool)
-    rank = _keep_rank(meta, existing, cfg.keep)
     with _stage(summary, "verify"), _releasing_profiles():
-        if mode == "dedup" and cfg.clusters == "centers":
+        if lazy:
             # Greedy centers consult few verdicts: judge only those (same clusters).
-            def judge(todo: I64) -> PairVerdicts:
-                return verify_stage(pairs[todo], cfg, runner, work, mode, False)
-
-            chars = np.asarray(meta.lengths, dtype=np.int64)
             verdicts, judged = lazy_verdicts(
                 pairs,
                 rank,
                 existing,
-                judge,
+                ChunkJudging(pairs, cfg, runner, work, mode, table),
                 round_cost=ROUND_CHARS,
                 edge_cost=SWEEP_CHARS_PER_EDGE,
-                pair_cost=chars[pairs[:, 0]] + chars[pairs[:, 1]],
+                pair_cost=pair_cost,
+                graph=graph.result(),
             )
+            table.result()  # finished (and its error raised) even with nothing judged
         else:
+            table.result()
             verdicts = verify_stage(pairs, cfg, runner, work, mode, progress)
             judged = np.ones(pairs.shape[0], dtype=bool)
     with _stage(summary, "merge"):

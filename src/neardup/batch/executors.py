@@ -18,15 +18,22 @@ Three executors, after datatrove's ``executor`` package (one class per place to 
 :class:`DaskExecutor` (any ``distributed.Client``); :func:`executor_for` picks the one for
 what :func:`neardup.batch.run` was given.
 
-Guarantees: results in submission order, at most ``max_in_flight`` tasks outstanding (the
-memory bound of the driver); the same results on every executor (tested).
+Besides :meth:`Executor.imap` (results in submission order), a stage that decides what to
+run next from what has finished (lazy judging, :mod:`neardup.batch.lazy`) starts tasks one
+by one (:meth:`Executor.start`) and takes whichever finishes first
+(:meth:`Executor.first_done`).
+
+Guarantees: ``imap`` yields results in submission order with at most ``max_in_flight``
+tasks outstanding (the memory bound of the driver); the same results on every executor
+(tested).
 """
 
 from __future__ import annotations
 
 import collections
 import sys
-from collections.abc import Callable, Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -37,7 +44,7 @@ from neardup.batch.verify import ProfileRows
 if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts
     import concurrent.futures
 
-__all__ = ["DaskExecutor", "Executor", "InProcess", "LocalPool", "executor_for"]
+__all__ = ["DaskExecutor", "Executor", "InProcess", "LocalPool", "Task", "executor_for"]
 
 # Argument types shipped to Dask workers by scatter rather than inside the task graph.
 _BULKY = (list, np.ndarray, ProfileRows, SignedPartition)
@@ -57,8 +64,60 @@ class Executor:
         """``fn(*args)`` for each args tuple, in order."""
         raise NotImplementedError
 
+    def start(self, fn: Callable[..., Any], *args: Any) -> Task:
+        """Start ``fn(*args)``; :meth:`first_done` tells when it has finished."""
+        raise NotImplementedError
+
+    def first_done(self, tasks: Sequence[Task]) -> Task:
+        """One of ``tasks`` (started here) that has finished, the earliest started of those
+        finished; waits until one has."""
+        raise NotImplementedError
+
+    def beside(self, fn: Callable[..., Any], *args: Any) -> Task:
+        """Run ``fn(*args)`` in this process while it waits for the workers: on a thread
+        (started now; its result or exception comes from ``result()``)."""
+        return _Thread(fn, args)
+
     def close(self) -> None:
         """Release what the executor started (idempotent); nothing by default."""
+
+
+class Task(Protocol):
+    """A started task (a future): its result, or its exception raised."""
+
+    def result(self) -> Any: ...
+
+
+class _Finished:
+    """A task run to completion when it was started."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+class _Thread:
+    """``fn(*args)`` on a thread of this process."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            self.value = fn(*args)
+        except BaseException as exc:  # raised in the caller by result()
+            self.error = exc
+
+    def result(self) -> Any:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 class InProcess(Executor):
@@ -71,6 +130,18 @@ class InProcess(Executor):
         """``fn(*args)`` for each args tuple, in order."""
         for args in arg_tuples:
             yield fn(*args)
+
+    def start(self, fn: Callable[..., Any], *args: Any) -> Task:
+        """Run ``fn(*args)`` now (its exception is raised here)."""
+        return _Finished(fn(*args))
+
+    def first_done(self, tasks: Sequence[Task]) -> Task:
+        """The first of ``tasks`` (all finished)."""
+        return tasks[0]
+
+    def beside(self, fn: Callable[..., Any], *args: Any) -> Task:
+        """Run ``fn(*args)`` now: nothing runs beside it."""
+        return self.start(fn, *args)
 
 
 def _bounded(
@@ -136,6 +207,17 @@ class LocalPool(Executor):
         """``fn(*args)`` for each args tuple on the workers, results in order."""
         return _bounded(self.submit, fn, arg_tuples, self.max_in_flight)
 
+    def start(self, fn: Callable[..., Any], *args: Any) -> Task:
+        """Run ``fn(*args)`` on a worker."""
+        return self.submit(fn, *args)
+
+    def first_done(self, tasks: Sequence[Task]) -> Task:
+        """The earliest started of ``tasks`` that has finished (waits for one)."""
+        import concurrent.futures
+
+        concurrent.futures.wait(tasks, return_when=concurrent.futures.FIRST_COMPLETED)  # type: ignore[arg-type]
+        return next(t for t in tasks if t.done())  # type: ignore[attr-defined]
+
     def close(self) -> None:
         """Stop the workers (idempotent)."""
         self.executor.shutdown(wait=True, cancel_futures=True)
@@ -166,6 +248,18 @@ class DaskExecutor(Executor):
     def imap(self, fn: Callable[..., Any], arg_tuples: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         """``fn(*args)`` for each args tuple on the cluster, results in order."""
         return _bounded(self._submit, fn, arg_tuples, self.max_in_flight)
+
+    def start(self, fn: Callable[..., Any], *args: Any) -> Task:
+        """Run ``fn(*args)`` on the cluster."""
+        task: Task = self._submit(fn, *args)
+        return task
+
+    def first_done(self, tasks: Sequence[Task]) -> Task:
+        """The earliest started of ``tasks`` that has finished (waits for one)."""
+        from distributed import wait
+
+        wait(list(tasks), return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
+        return next(t for t in tasks if t.done())  # type: ignore[attr-defined]
 
 
 def executor_for(client: Any = None) -> Executor:

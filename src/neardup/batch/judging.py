@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup._kernels import distinct
-from neardup.batch.executors import Executor, call, progress_bar
+from neardup.batch.executors import Executor, InProcess, Task, call, progress_bar
 from neardup.batch.io import read_at
 from neardup.batch.profiles import partition_profiles
 from neardup.batch.ranges import ByteRange, parse_range
@@ -118,7 +118,7 @@ def profile_stage(
             yield (_profile_task, p, docs - starts[p], texts, rule, terms)
 
     for p, rows, profiles in runner.imap(call, driver_tasks()):
-        work.save("pay", p, {"rows": rows, **profiles.arrays()})
+        work.save("pay", p, _saved_profiles(rows, profiles))
         bar.update(int(rows.shape[0]))
     bar.close()
 
@@ -160,8 +160,14 @@ def _profile_range_task(
             raise _changed()
         texts.append(parsed.texts[i])
     profiles = partition_profiles(texts, rule, terms)
-    save_arrays(work_path, "pay", p, {"rows": rows, **profiles.arrays()})
+    save_arrays(work_path, "pay", p, _saved_profiles(rows, profiles))
     return p, int(rows.shape[0])
+
+
+def _saved_profiles(rows: I64, profiles: ProfileRows) -> dict[str, np.ndarray]:
+    """A partition's profiles as saved: their partition ``rows``, arrays and
+    :func:`~neardup.batch.verify.row_counts` (made here, by the tasks that profile)."""
+    return {"rows": rows, "counts": np.column_stack(row_counts(profiles)), **profiles.arrays()}
 
 
 _PROFILE_NAMES = [f.name for f in dataclasses.fields(ProfileRows)]
@@ -176,9 +182,21 @@ _RAGGED = {
 # The work files of the run's one profile table (every profiled document, in ordinal order).
 _TABLE = "table"
 _TABLE_NAMES = ["row_of", "counts", *_PROFILE_NAMES]
+# The work files of a partition's profiles.
+_SAVED_NAMES = ["rows", "counts", *_PROFILE_NAMES]
 
 
-def table_stage(work: WorkDir, meta: Meta, involved: I64) -> None:
+def start_table_stage(runner: Executor, work: WorkDir, meta: Meta, involved: I64) -> Task:
+    """:func:`table_stage` on a pool worker (the driver meanwhile prepares the judging),
+    else in this process (run to completion here; Dask workers may not share the work
+    directory).  The table is ready once the returned task's ``result()`` has returned."""
+    args = (work, np.asarray(meta.part_starts, dtype=np.int64), len(meta.ids), involved)
+    if runner.shares_work_dir and not runner.in_process:
+        return runner.start(call, table_stage, *args)
+    return InProcess().start(table_stage, *args)
+
+
+def table_stage(work: WorkDir, part_starts: I64, documents: int, involved: I64) -> None:
     """Join the profiles saved per partition into one table in the work directory (a
     ``.npy`` file per array, rows in ordinal order, offsets rebased) with each row's
     :func:`~neardup.batch.verify.row_counts` and each document's row (``row_of``, -1 for
@@ -191,65 +209,91 @@ def table_stage(work: WorkDir, meta: Meta, involved: I64) -> None:
     resumed run finds either the finished table or the partitions' files."""
     if work.done(_TABLE, 0) or involved.shape[0] == 0:
         return
-    starts = np.asarray(meta.part_starts, dtype=np.int64)
+    starts = part_starts
     owner = np.searchsorted(starts, involved, side="right") - 1
     parts = distinct(owner).tolist()
-    sources = [
-        {name: work.load("pay", p, name, mmap=True) for name in ["rows", *_PROFILE_NAMES]}
-        for p in parts
-    ]
+    sources = [{name: work.load("pay", p, name, mmap=True) for name in _SAVED_NAMES} for p in parts]
     sizes = {
         name: sum(int(src[name].shape[0]) for src in sources)
         for name in ["rows", "norm2", *_RAGGED]
     }
     rows_total = sizes["rows"]
-    outputs: dict[str, np.ndarray] = {}
-    for name in _PROFILE_NAMES:
-        shape = (rows_total + 1,) if name.endswith("offsets") else (sizes[name],)
-        outputs[name] = _open_table_file(work, name, sources[0][name].dtype, shape)
-    counts = _open_table_file(work, "counts", np.dtype(np.int64), (rows_total, 4))
-    row_of = _open_table_file(work, "row_of", np.dtype(np.int64), (len(meta.ids),))
-    row_of[:] = -1
-    at = dict.fromkeys(outputs, 0)
-    row = 0
-    for p, src in zip(parts, sources, strict=True):
-        k = int(src["rows"].shape[0])
-        row_of[np.asarray(src["rows"]) + starts[p]] = np.arange(row, row + k, dtype=np.int64)
-        outputs["norm2"][row : row + k] = src["norm2"]
+    row_of = np.full(documents, -1, dtype=np.int64)
+    outputs: dict[str, _TableFile] = {}
+    try:
+        for name in _PROFILE_NAMES:
+            shape = (rows_total + 1,) if name.endswith("offsets") else (sizes[name],)
+            outputs[name] = _TableFile(work, name, sources[0][name].dtype, shape)
+        outputs["counts"] = _TableFile(work, "counts", np.dtype(np.int64), (rows_total, 4))
+        at = dict.fromkeys(_RAGGED, 0)
+        row = 0
+        for p, src in zip(parts, sources, strict=True):
+            k = int(src["rows"].shape[0])
+            row_of[np.asarray(src["rows"]) + starts[p]] = np.arange(row, row + k)
+            outputs["norm2"].write(src["norm2"])
+            for flat, offsets in _RAGGED.items():
+                outputs[flat].write(src[flat])
+                if flat != "term_counts":  # its offsets are the terms'
+                    # Each partition's offsets without its last (the next one's first).
+                    outputs[offsets].write(np.asarray(src[offsets][:-1]) + at[flat])
+                at[flat] += int(src[flat].shape[0])
+            outputs["counts"].write(src["counts"])
+            row += k
         for flat, offsets in _RAGGED.items():
-            base = at[flat]
-            size = int(src[flat].shape[0])
-            outputs[flat][base : base + size] = src[flat]
-            at[flat] = base + size
             if flat != "term_counts":
-                outputs[offsets][row : row + k + 1] = np.asarray(src[offsets]) + base
-        counts[row : row + k] = np.column_stack(row_counts(ProfileRows.from_arrays(src)))
-        row += k
-    for name, arr in [*outputs.items(), ("counts", counts), ("row_of", row_of)]:
-        _close_table_file(work, name, arr)
+                outputs[offsets].write(np.array([at[flat]], dtype=np.int64))
+        outputs["row_of"] = _TableFile(work, "row_of", np.dtype(np.int64), (documents,))
+        outputs["row_of"].write(row_of)
+        for table_file in outputs.values():
+            table_file.commit()
+    finally:
+        for table_file in outputs.values():
+            table_file.close()
     work.mark_done(_TABLE, 0)
     for p in parts:
-        work.discard("pay", p, ["rows", *_PROFILE_NAMES])
+        work.discard("pay", p, _SAVED_NAMES)
 
 
-def _open_table_file(work: WorkDir, name: str, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
-    target = work.file(f"{_TABLE}.{name}", 0)
-    try:
-        return np.lib.format.open_memmap(
-            target.with_name(target.name + ".partial"), mode="w+", dtype=dtype, shape=shape
-        )
-    except OSError as exc:
-        raise StoreError(f"cannot write {target}: {exc}") from exc
+class _TableFile:
+    """One array of the profile table, written front to back as a ``.npy`` file (the
+    header for its final shape, then the pieces in order: sequential writes, where
+    filling a new memory-mapped file faulted every page in) and put in place by
+    :meth:`commit` once complete."""
 
+    def __init__(self, work: WorkDir, name: str, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+        self.target = work.file(f"{_TABLE}.{name}", 0)
+        self.partial = self.target.with_name(self.target.name + ".partial")
+        self.dtype = dtype
+        self.size = int(np.prod(shape))
+        self.written = 0
+        try:
+            self.fh = self.partial.open("wb")
+            header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False}
+            np.lib.format.write_array_header_1_0(self.fh, {**header, "shape": shape})
+        except OSError as exc:
+            raise StoreError(f"cannot write {self.target}: {exc}") from exc
 
-def _close_table_file(work: WorkDir, name: str, arr: Any) -> None:
-    target = work.file(f"{_TABLE}.{name}", 0)
-    try:
-        arr.flush()
-        del arr
-        os.replace(target.with_name(target.name + ".partial"), target)
-    except OSError as exc:
-        raise StoreError(f"cannot write {target}: {exc}") from exc
+    def write(self, piece: np.ndarray) -> None:
+        data = np.ascontiguousarray(piece, dtype=self.dtype)
+        self.written += int(data.size)
+        try:
+            self.fh.write(data.reshape(-1).view(np.uint8).data)
+        except OSError as exc:
+            raise StoreError(f"cannot write {self.target}: {exc}") from exc
+
+    def commit(self) -> None:
+        if self.written != self.size:
+            raise AssertionError(f"{self.target.name}: {self.written} of {self.size} values")
+        try:
+            self.fh.close()
+            os.replace(self.partial, self.target)
+        except OSError as exc:
+            raise StoreError(f"cannot write {self.target}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the file; remove it unless committed."""
+        self.fh.close()
+        self.partial.unlink(missing_ok=True)
 
 
 def _mapped(file: Path) -> np.ndarray:
@@ -291,6 +335,24 @@ def _verify_chunk(
     return judge_pairs(row_of[chunk], profiles, rule, features, question, counts=counts)
 
 
+def _chunk_task(
+    chunk: I64, config: DedupConfig, runner: Executor, work: WorkDir, mode: str
+) -> tuple[Any, ...]:
+    """The task judging ``chunk`` (pairs of document ordinals), as ``(fn, *args)``: on an
+    executor that shares the work directory (this process, a :class:`LocalPool`) it reads
+    its documents' profiles there; Dask workers may not see it, so there the driver gathers
+    them and ships them with the chunk.  ``pairs`` mode keeps the related pairs' features."""
+    features = "related" if mode == "pairs" else "none"
+    question = "verdict" if mode == "pairs" else "duplicate"
+    if not runner.shares_work_dir:
+        docs = distinct(chunk)
+        row_of, _, profiles = _table(work.path)
+        rows = profiles.take(row_of[docs])
+        local = np.searchsorted(docs, chunk)
+        return (judge_pairs, local, rows, config.rule, features, question)
+    return (_verify_chunk, chunk, work.path, config.rule, features, question)
+
+
 def verify_stage(
     pairs: I64,
     config: DedupConfig,
@@ -300,32 +362,85 @@ def verify_stage(
     progress: bool,
 ) -> PairVerdicts:
     """The rule's verdict on every candidate pair, in chunks of at most ``_VERIFY_CHUNK``
-    pairs (:func:`_chunk_size`); the features are kept for the related pairs in ``pairs``
-    mode.  On an executor that shares the work directory (this process, a
-    :class:`LocalPool`) a chunk's task reads its documents' profiles there; Dask workers
-    may not see it, so there the driver gathers them and ships them with the chunk."""
-    features = "related" if mode == "pairs" else "none"
-    question = "verdict" if mode == "pairs" else "duplicate"
-    ship = not runner.shares_work_dir
+    pairs (:func:`_chunk_size`, :func:`_chunk_task`)."""
     bar = progress_bar(progress, "verifying", total=int(pairs.shape[0]), unit="pair")
-
     size = _chunk_size(int(pairs.shape[0]), runner.workers)
-
-    def tasks() -> Iterator[tuple[Any, ...]]:
-        for lo in range(0, pairs.shape[0], size):
-            chunk = pairs[lo : lo + size]
-            if ship:
-                docs = distinct(chunk)
-                row_of, _, profiles = _table(work.path)
-                rows = profiles.take(row_of[docs])
-                local = np.searchsorted(docs, chunk)
-                yield (judge_pairs, local, rows, config.rule, features, question)
-            else:
-                yield (_verify_chunk, chunk, work.path, config.rule, features, question)
-
+    tasks = (
+        _chunk_task(pairs[lo : lo + size], config, runner, work, mode)
+        for lo in range(0, pairs.shape[0], size)
+    )
     results: list[PairVerdicts] = []
-    for verdicts in runner.imap(call, tasks()):
+    for verdicts in runner.imap(call, tasks):
         results.append(verdicts)
         bar.update(verdicts.labels.shape[0])
     bar.close()
     return PairVerdicts.concat(results)
+
+
+class ChunkJudging:
+    """Lazy judging's batches (:class:`neardup.batch.lazy.Judging`) as verification tasks on
+    ``runner``: a batch is cut into one chunk for each idle worker (:func:`_chunk_size`),
+    and each chunk's verdicts come back as soon as it is judged.
+
+    On a pool, a worker counts as idle while it has fewer than two chunks: the second
+    waits in its queue, so that the worker goes on judging while the driver takes the
+    first one's verdicts and sweeps (without it, two workers waited 2-3 ms for the driver
+    after every chunk).  A batch of fewer than ``_MIN_CHUNK`` pairs asked while every
+    worker is busy is held back and sent with the next ones, or as soon as a worker has
+    nothing to judge (sweeps late in the rounds often ask for a handful of pairs, and a
+    task costs its dispatch whatever its size).  ``table``: the task making the profile
+    table (:func:`start_table_stage`), waited for before the first chunk starts."""
+
+    def __init__(
+        self,
+        pairs: I64,
+        config: DedupConfig,
+        runner: Executor,
+        work: WorkDir,
+        mode: str,
+        table: Task,
+    ) -> None:
+        self.table: Task | None = table
+        self.pairs = pairs
+        self.config = config
+        self.runner = runner
+        self.work = work
+        self.mode = mode
+        self.depth = 1 if runner.in_process else 2
+        self.tasks: list[tuple[Task, I64]] = []
+        self.held: list[I64] = []
+
+    def idle(self) -> int:
+        return max(0, self.depth * self.runner.workers - len(self.tasks))
+
+    def running(self) -> int:
+        return len(self.tasks) + len(self.held)
+
+    def start(self, todo: I64) -> None:
+        if self.table is not None:
+            self.table.result()
+            self.table = None
+        self.held.append(todo)
+        if sum(t.shape[0] for t in self.held) >= _MIN_CHUNK or not self._all_busy():
+            self._send()
+
+    def next(self) -> tuple[I64, PairVerdicts]:
+        if self.held and not self._all_busy():
+            self._send()
+        done = self.runner.first_done([task for task, _ in self.tasks])
+        at = next(i for i, (task, _) in enumerate(self.tasks) if task is done)
+        task, chunk = self.tasks.pop(at)
+        verdicts: PairVerdicts = task.result()
+        return chunk, verdicts
+
+    def _all_busy(self) -> bool:
+        return len(self.tasks) >= self.runner.workers
+
+    def _send(self) -> None:
+        todo = self.held[0] if len(self.held) == 1 else np.concatenate(self.held)
+        self.held = []
+        size = _chunk_size(int(todo.shape[0]), max(1, self.idle()))
+        for lo in range(0, todo.shape[0], size):
+            chunk = todo[lo : lo + size]
+            args = _chunk_task(self.pairs[chunk], self.config, self.runner, self.work, self.mode)
+            self.tasks.append((self.runner.start(call, *args), chunk))

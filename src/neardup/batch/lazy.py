@@ -14,7 +14,10 @@ stop once they have cost as much as judging the rest at once (:func:`lazy_verdic
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -25,15 +28,18 @@ from neardup.batch.verify import DUPLICATE, NOT_DUPLICATE, PairVerdicts
 I64 = npt.NDArray[np.int64]
 I8 = npt.NDArray[np.int8]
 
-__all__ = ["lazy_verdicts"]
+__all__ = ["Judging", "NeighbourGraph", "Synchronous", "lazy_verdicts", "neighbour_graph"]
 
 # States of a document in a sweep.
 _OPEN, _CENTER, _MEMBER = 0, 1, 2
-# States of an edge.
-_UNJUDGED, _NO, _YES = -1, 0, 1
+# States of an edge (_PENDING: asked, its verdict not back yet).
+_UNJUDGED, _NO, _YES, _PENDING = -1, 0, 1, 2
 
 
-@njit(cache=True)  # type: ignore[misc]
+# The kernels release the GIL: in a pooled run the pool's threads in this process send
+# chunks to the workers and take their verdicts while a sweep runs (and the graph is
+# built on a thread while the workers profile).
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _sweep(
     starts: I64,
     lower: I64,
@@ -61,7 +67,8 @@ def _sweep(
     so the scan reads it in sequence; ``upper`` lists each document's higher-ranked
     neighbours (CSR ``up_starts``).  The scan of a document starts at ``resume``, past the
     neighbours already known to be skipped for good (members, and centers whose edge was
-    judged not a duplicate)."""
+    judged not a duplicate).  An edge whose verdict is pending (asked before, not back yet)
+    leaves its document open and is not asked again."""
     count = 0
     read = 0
     for x in range(status.shape[0]):
@@ -88,6 +95,9 @@ def _sweep(
                         count += 1
                         fate = _OPEN
                         settled = False
+                    elif s == _PENDING:
+                        fate = _OPEN
+                        settled = False
                 if settled:
                     resume[x] = k + 1
         if fate != status[x]:
@@ -97,7 +107,7 @@ def _sweep(
     return count, read
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _consultable(
     starts: I64, lower: I64, state: I8, status: I8, cost: I64, listing: bool
 ) -> tuple[I64, int]:
@@ -132,7 +142,7 @@ def _ends(rank: I64, pairs: I64) -> tuple[I64, I64]:
     return np.where(swap, b, a), np.where(swap, a, b)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _stable_by(keys: I64, size: int, order: I64) -> I64:
     """``order`` sorted stably by ``keys[order]`` (integers in ``[0, size)``): a counting
     sort, O(len + size), the permutation ``order[np.argsort(keys[order], kind="stable")]``
@@ -187,19 +197,115 @@ SWEEP_CHARS_PER_EDGE = 6
 _PYTHON_NS_PER_ITEM = 3_000
 
 
+@runtime_checkable
+class Judging(Protocol):
+    """Judges batches of pairs, possibly several at once (the workers of a pool).
+
+    :func:`lazy_verdicts` starts a batch whenever :meth:`idle` says a worker has nothing to
+    do, and waits for one batch's verdicts with :meth:`next` when none is idle or nothing
+    is left to ask."""
+
+    def idle(self) -> int:
+        """How many batches could start now without waiting (at least 1 when none is
+        running)."""
+        ...
+
+    def running(self) -> int:
+        """Batches started whose verdicts :meth:`next` has not returned yet."""
+        ...
+
+    def start(self, todo: I64) -> None:
+        """Start judging the pairs ``todo`` (pair indexes), possibly as several batches."""
+        ...
+
+    def next(self) -> tuple[I64, PairVerdicts]:
+        """``(todo, verdicts)`` of one started batch (waits for one to finish)."""
+        ...
+
+
+class Synchronous:
+    """:class:`Judging` by a function of the pairs, one batch at a time, in this process."""
+
+    def __init__(self, judge: Callable[[I64], PairVerdicts]) -> None:
+        self.judge = judge
+        self.done: collections.deque[tuple[I64, PairVerdicts]] = collections.deque()
+
+    def idle(self) -> int:
+        return 0 if self.done else 1
+
+    def running(self) -> int:
+        return len(self.done)
+
+    def start(self, todo: I64) -> None:
+        self.done.append((todo, self.judge(todo)))
+
+    def next(self) -> tuple[I64, PairVerdicts]:
+        return self.done.popleft()
+
+
+@dataclasses.dataclass(frozen=True)
+class NeighbourGraph:
+    """The candidate pairs as lazy judging reads them (:func:`neighbour_graph`): documents
+    numbered by rank position, each one's lower-ranked neighbours in rank order (CSR
+    ``starts``, ``lower``, the pair index of each: ``edge``) and higher-ranked ones (CSR
+    ``up_starts``, ``upper``); each pair's worse-ranked end (``high``), its position in the
+    lower lists (``position``) and the cost of judging it there (``cost``); whether each
+    document is pinned (``pinned``); ``compiled``: the sweeps run compiled."""
+
+    compiled: bool
+    high: I64
+    starts: I64
+    lower: I64
+    edge: I64
+    up_starts: I64
+    upper: I64
+    position: I64
+    cost: I64
+    pinned: npt.NDArray[np.bool_]
+
+
+def neighbour_graph(
+    pairs: I64, rank: I64, pinned: npt.NDArray[np.bool_], pair_cost: I64 | None = None
+) -> NeighbourGraph:
+    """The :class:`NeighbourGraph` of ``pairs`` (see :func:`lazy_verdicts`): it needs no
+    verdict, so a pooled run builds it while the workers make the profiles."""
+    n, m = rank.shape[0], pairs.shape[0]
+    order = np.argsort(rank, kind="stable").astype(np.int64)
+    at = np.empty(n, dtype=np.int64)  # each document's rank position: its number below
+    at[order] = np.arange(n, dtype=np.int64)
+    # A small job's sweeps run the kernels' own Python (the same code, uncompiled), so that
+    # judging a few pairs never waits for numba to load (neardup._jit).
+    compiled = compiled_worthwhile(_PYTHON_NS_PER_ITEM * (m + n))
+    low, high = (at[end] for end in _ends(rank, pairs))
+    lists = _neighbour_lists(low, high, n, compiled)
+    edge = lists[2]
+    position = np.empty(m, dtype=np.int64)
+    position[edge] = np.arange(m, dtype=np.int64)
+    cost = np.ones(m, dtype=np.int64) if pair_cost is None else pair_cost[edge]
+    pin = np.ascontiguousarray(np.asarray(pinned, dtype=np.bool_)[order])
+    return NeighbourGraph(compiled, high, *lists, position, cost, pin)
+
+
 def lazy_verdicts(
     pairs: I64,
     rank: I64,
     pinned: npt.NDArray[np.bool_],
-    judge: Callable[[I64], PairVerdicts],
+    judge: Callable[[I64], PairVerdicts] | Judging,
     *,
     round_cost: int,
     edge_cost: int = 0,
     pair_cost: I64 | None = None,
+    graph: NeighbourGraph | None = None,
 ) -> tuple[PairVerdicts, npt.NDArray[np.bool_]]:
-    """``(verdicts, judged)``: the verdicts ``judge`` (pair indexes -> their verdicts) gives
-    on the pairs greedy centers consult (``judged``); the others are labelled ``not
-    duplicate`` with a NaN score.
+    """``(verdicts, judged)``: the verdicts ``judge`` (pair indexes -> their verdicts, or a
+    :class:`Judging` that judges several batches at once) gives on the pairs greedy centers
+    consult (``judged``); the others are labelled ``not duplicate`` with a NaN score.
+    ``graph``: :func:`neighbour_graph` of the same arguments, if already built.
+
+    With a :class:`Judging` of several workers the rounds overlap: whenever a worker is
+    idle, a sweep with the verdicts back so far asks for the edges no batch is judging, so
+    the workers do not wait for each other's batches nor for the sweeps (an edge still being
+    judged leaves its document open, as an unjudged one does).
 
     Rounds stop the way a ski rental does: once the rounds so far have cost as much as
     judging at once every edge that may still be consulted (its higher-ranked end open, its
@@ -210,32 +316,23 @@ def lazy_verdicts(
     default), all in one unit (the engine's: characters of text, :data:`ROUND_CHARS` and
     :data:`SWEEP_CHARS_PER_EDGE`).  The rest is costed each time the rounds' cost has grown
     by half, so the rounds go on at most about half as long again as that rule says.
-    Clusters are the same whatever the costs are; which pairs are judged (and carry a
-    score) depends on them."""
+    Clusters are the same whatever the costs are and in whatever order batches finish;
+    which pairs are judged (and carry a score) depends on both."""
+    judging = judge if isinstance(judge, Judging) else Synchronous(judge)
     m = pairs.shape[0]
     labels = np.full(m, NOT_DUPLICATE, dtype=np.int8)
     scores = np.full(m, np.nan)
     state = np.full(m, _UNJUDGED, dtype=np.int8)
     if m == 0:
         return PairVerdicts(labels, scores, *_no_features()), state >= 0
-    n = rank.shape[0]
-    order = np.argsort(rank, kind="stable").astype(np.int64)
-    at = np.empty(n, dtype=np.int64)  # each document's rank position: its number below
-    at[order] = np.arange(n, dtype=np.int64)
-    # A small job's sweeps run the kernels' own Python (the same code, uncompiled), so that
-    # judging a few pairs never waits for numba to load (neardup._jit).
-    compiled = compiled_worthwhile(_PYTHON_NS_PER_ITEM * (m + n))
-    low, high = (at[end] for end in _ends(rank, pairs))
-    starts, lower, edge, up_starts, upper = _neighbour_lists(low, high, n, compiled)
+    g = graph if graph is not None else neighbour_graph(pairs, rank, pinned, pair_cost)
+    starts, lower, edge, up_starts, upper = g.starts, g.lower, g.edge, g.up_starts, g.upper
+    high, position = g.high, g.position
+    sweep = _sweep if g.compiled else uncompiled(_sweep)
+    consultable = _consultable if g.compiled else uncompiled(_consultable)
     # Edge states at their positions in the neighbour lists (what the sweep reads in turn).
     listed = np.full(m, _UNJUDGED, dtype=np.int8)
-    position = np.empty(m, dtype=np.int64)
-    position[edge] = np.arange(m, dtype=np.int64)
-    sweep = _sweep if compiled else uncompiled(_sweep)
-    consultable = _consultable if compiled else uncompiled(_consultable)
-    # What judging each edge costs, at its position in the lists.
-    listed_cost = np.ones(m, dtype=np.int64) if pair_cost is None else pair_cost[edge]
-    pin = np.ascontiguousarray(np.asarray(pinned, dtype=np.bool_)[order])
+    n = rank.shape[0]
     # The first sweep scans every document; an open one is its own fate's first change.
     status = np.full(n, -1, dtype=np.int8)
     dirty = np.ones(n, dtype=np.bool_)
@@ -243,23 +340,27 @@ def lazy_verdicts(
     asked = np.empty(m, dtype=np.int64)
     spent = check = 0
     while True:
-        count, read = sweep(
-            starts, lower, listed, pin, status, dirty, up_starts, upper, resume, asked
-        )
-        spent += edge_cost * read
-        if not count:
+        if judging.idle():
+            count, read = sweep(
+                starts, lower, listed, g.pinned, status, dirty, up_starts, upper, resume, asked
+            )
+            spent += edge_cost * read
+            if count:
+                todo = np.sort(edge[asked[:count]])
+                if spent and spent >= check:
+                    # Costing the rest reads every open document's edges (most of the edges,
+                    # late in a run on large clusters): done only when the rounds' cost has
+                    # grown by half since the last time.
+                    check = spent + spent // 2
+                    if consultable(starts, lower, listed, status, g.cost, False)[1] <= spent:
+                        rest, _ = consultable(starts, lower, listed, status, g.cost, True)
+                        todo = np.sort(edge[rest])
+                spent += round_cost
+                listed[position[todo]] = _PENDING
+                judging.start(todo)
+        if not judging.running():
             break
-        todo = np.sort(edge[asked[:count]])
-        if spent and spent >= check:
-            # Costing the rest reads every open document's edges (most of the edges, late
-            # in a run on large clusters): done only when the rounds' cost has grown by
-            # half since the last time.
-            check = spent + spent // 2
-            if consultable(starts, lower, listed, status, listed_cost, False)[1] <= spent:
-                rest, _ = consultable(starts, lower, listed, status, listed_cost, True)
-                todo = np.sort(edge[rest])
-        spent += round_cost
-        verdicts = judge(todo)
+        todo, verdicts = judging.next()
         labels[todo] = verdicts.labels
         scores[todo] = verdicts.scores
         state[todo] = np.where(verdicts.labels == DUPLICATE, _YES, _NO)
