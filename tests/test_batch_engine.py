@@ -258,6 +258,7 @@ def test_identical_output_single_process_and_dask(planted, local_result) -> None
     distributed = pytest.importorskip("distributed")
     path, _ = planted
     expected = list(local_result.pair_rows())
+    local_dedup = run(path, DedupConfig(partition_size=100))
     for workers in (1, 2):
         with (
             distributed.LocalCluster(
@@ -266,9 +267,13 @@ def test_identical_output_single_process_and_dask(planted, local_result) -> None
             distributed.Client(cluster) as client,
         ):
             result = run(path, DedupConfig(partition_size=100), client=client, mode="pairs")
+            # dedup's lazy judging on Dask: tasks started one by one, taken as they finish.
+            lazy = run(path, DedupConfig(partition_size=100), client=client)
         assert list(result.rows()) == list(local_result.rows())
         assert np.array_equal(result.pairs, local_result.pairs)
         assert list(result.pair_rows()) == expected
+        assert list(lazy.row_text()) == list(local_dedup.row_text())
+        assert lazy.summary.judged_pairs < lazy.pairs.shape[0]
 
 
 def test_partition_size_does_not_change_output(planted, local_result) -> None:
