@@ -21,7 +21,8 @@ what :func:`neardup.batch.run` was given.
 Besides :meth:`Executor.imap` (results in submission order), a stage that decides what to
 run next from what has finished (lazy judging, :mod:`neardup.batch.lazy`) starts tasks one
 by one (:meth:`Executor.start`) and takes whichever finishes first
-(:meth:`Executor.first_done`).
+(:meth:`Executor.first_done`); work of the driver's own that needs no task's result runs
+on a thread while the workers run theirs (:meth:`Executor.beside`; at once in process).
 
 Guarantees: ``imap`` yields results in submission order with at most ``max_in_flight``
 tasks outstanding (the memory bound of the driver); the same results on every executor
