@@ -306,8 +306,7 @@ def run(
                 ChunkJudging(pairs, cfg, runner, work, mode, table),
                 round_cost=ROUND_CHARS,
                 edge_cost=SWEEP_CHARS_PER_EDGE,
-                pair_cost=pair_cost,
-                graph=graph.result(),
+                graph=graph.result(),  # made with each pair's cost
             )
             table.result()  # finished (and its error raised) even with nothing judged
         else:
