@@ -28,6 +28,7 @@ from neardup.rule import RuleConfig
 from neardup.rule.coverage import estimate, is_duplicate
 from neardup.similarity import bottomk_jaccard
 from neardup.sketch import Signature, sign
+from neardup.sketch.coverage import STARTS, layout_error
 
 SCHEME = "sentences/v1:test"
 
@@ -322,6 +323,30 @@ def test_coverage_dedup_parameters_and_bad_input() -> None:
         ResultSetDeduper(max_entries=0)([sigs[0], bad])
     with pytest.raises(SignatureFormatError):
         reference_dedup([sigs[0], bad])
+
+
+def _too_many_starts(sig: Signature) -> Signature:
+    """``sig`` cut to its first word type, given 200 entries that each start a shingle at its
+    single occurrence: every count and mask is in range, but at most one shingle starts at
+    an occurrence (more keys than the table sized by the occurrences holds)."""
+    v = sig.values
+    head = v[:6].copy()
+    head[4], head[5] = 1, 1
+    count = np.array([(1 << 16) | 200], dtype=np.uint32)  # one stored occurrence, 200 entries
+    entries = ((np.arange(1, 201, dtype=np.uint32) << 16) | STARTS | 1).astype(np.uint32)
+    return Signature(sig.scheme_id, np.concatenate((head, v[6 : 6 + 1], count, entries)))
+
+
+def test_sketches_with_more_starting_shingles_than_occurrences_are_refused() -> None:
+    bad = _too_many_starts(sign(_PARAS[0]))
+    assert layout_error(bad.values) is not None
+    # Without the check these overran the kernel's table (a crash of the process).
+    with pytest.raises(SignatureFormatError, match="position 0"):
+        ResultSetDeduper(max_entries=0)([bad] * 50)
+    with pytest.raises(SignatureFormatError):
+        ResultSetDeduper(max_entries=0)([sign(_PARAS[0]), bad, bad])
+    with pytest.raises(SignatureFormatError):
+        reference_dedup([bad, bad])
 
 
 def test_cache_is_keyed_by_the_rule() -> None:

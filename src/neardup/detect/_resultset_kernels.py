@@ -191,6 +191,10 @@ def _coverage_kernel(  # pragma: no cover - compiled
                 row_keys[m] = word | np.uint64(entry >> 16)
                 m += np.int64((entry & _STARTS) != 0)  # only the shingles starting at one
             at += count & 0xFFFF
+        if m > np.int64(values[lo + 5]):
+            # At most one shingle starts at each sampled occurrence: more keys than that
+            # would overrun the table, which is sized by the occurrences.
+            return i, np.zeros((0, 6), dtype=np.int64)
         n_touched = 0
         for x in range(m):
             v = row_keys[x]

@@ -216,7 +216,10 @@ _LAYOUT_MESSAGES = {
     4: "word-type keys are not strictly ascending",
     5: "a word type's counts are inconsistent",
     6: "occurrence counts do not add up",
-    7: "a word type's entries are not strictly ascending fingerprints with occurrence masks",
+    7: (
+        "a word type's entries are not strictly ascending fingerprints with occurrence masks, "
+        "or more of them start a shingle than the word has occurrences"
+    ),
 }
 
 
@@ -262,13 +265,18 @@ def layout_code(values: Any, lo: Any, hi: Any, entries: bool) -> Any:  # pragma:
         c = np.int64(values[keys + t + i])
         if c == OVERFLOW:
             continue
-        full = (np.int64(1) << ((c >> 16) & 0xFF)) - 1
+        stored = (c >> 16) & 0xFF
+        full = (np.int64(1) << stored) - 1
         previous = np.int64(-1)
+        starts = np.int64(0)  # one shingle starts at each occurrence
         for e in range(c & 0xFFFF):
             v = np.int64(values[at + e])
             if (v >> 16) <= previous or v & MASK == 0 or v & MASK & ~full:
                 return 7
             previous = v >> 16
+            starts += (v & STARTS) != 0
+        if starts > stored:
+            return 7
         at += c & 0xFFFF
     return 0
 
