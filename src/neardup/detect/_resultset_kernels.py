@@ -146,6 +146,9 @@ def _coverage_kernel(  # pragma: no cover - compiled
     for r in range(n):  # the structure of every row (what keeps the reads within it) ...
         if _layout_code(values, offsets[r], offsets[r + 1], False) != 0:
             return r, np.zeros((0, 6), dtype=np.int64)
+        # ... of one shingle width (pair_counts compares fingerprints of equal widths only)
+        if (values[offsets[r]] >> 16) != (values[offsets[0]] >> 16):
+            return r, np.zeros((0, 6), dtype=np.int64)
         total += np.int64(values[offsets[r] + 5])
     checked = np.zeros(n, dtype=np.bool_)  # ... and the entries of the rows compared
     bits = 4

@@ -84,7 +84,12 @@ from neardup.similarity import need_table
 from neardup.sketch.base import Signature
 from neardup.sketch.bottomk import SentenceSketchConfig
 from neardup.sketch.coverage import HEADER_WORDS as _HEADER
-from neardup.sketch.coverage import direction_counts_reference, parse
+from neardup.sketch.coverage import (
+    MAX_SAMPLE_SIZE,
+    MAX_WORD_COUNT,
+    direction_counts_reference,
+    parse,
+)
 
 __all__ = [
     "DEFAULT_K",
@@ -167,7 +172,7 @@ def _params(coverage: bool, threshold: float | None, k: int | None, rule: object
     if rule is not None:
         raise ConfigError("rule applies to coverage sketches (neardup.sign(text, 'coverage'))")
     if k is not None:
-        check_int("k", k, low=1)
+        check_int("k", k, low=1, high=(1 << 63) - 1)  # the cache key holds it as an int64
     value = DEFAULT_THRESHOLD if threshold is None else threshold
     need_table(value, 1)  # validates threshold in (0, 1]
     return struct.pack("<dq", value, k or 0)
@@ -283,6 +288,9 @@ class ResultSetDeduper:
     ) -> npt.NDArray[np.int32]:
         values, offsets, longest = _flatten(signatures)
         k_eff = k if k is not None else max(DEFAULT_K, longest)
+        # A k beyond every row trims nothing and makes no row full: longest + 1 answers the
+        # same, and sizes the table of needed matches by the rows rather than by k.
+        k_eff = min(k_eff, longest + 1)
         need = need_table(threshold, 2 * k_eff)
         out = np.empty(len(signatures), dtype=np.int32)
         if values.dtype.kind != "u":
@@ -310,8 +318,10 @@ class ResultSetDeduper:
         else:
             values, offsets = flat
         accept_at, reject_below = duplicate_bounds(rule)
-        # Eligible tokens are at most the sampled ones: sample_size + max_word_count - 1.
-        size = int(values[1]) + int(values[2])
+        # Eligible tokens are at most the sampled ones: sample_size + max_word_count - 1.  The
+        # header is not checked yet (the kernel does): a larger claim is refused there, so the
+        # table never needs to be longer than the largest sample a sketch can declare.
+        size = max(min(int(values[1]), MAX_SAMPLE_SIZE) + min(int(values[2]), MAX_WORD_COUNT), 1)
         need = need_table(reject_below, size) if reject_below > 0 else np.zeros(1, np.int64)
         out = np.empty(len(signatures), dtype=np.int32)
         bad, band = _coverage_kernel(values, offsets, accept_at, reject_below, need, out)

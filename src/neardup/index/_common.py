@@ -211,15 +211,35 @@ class KeyMap:
 
     @classmethod
     def from_arrays(cls, kind: str | None, arrays: dict[str, npt.NDArray[Any]]) -> KeyMap:
+        """The keys of :meth:`to_arrays`; ``StoreError`` when they do not decode (``KeyError``
+        when an array is absent)."""
         km = cls()
         if kind == "str":
             blob = arrays["key_bytes"].tobytes()
-            offsets = arrays["key_offsets"].tolist()
-            keys: list[Key] = [
-                blob[a:b].decode("utf-8", "surrogatepass") for a, b in itertools.pairwise(offsets)
-            ]
+            bounds = arrays["key_offsets"]
+            # Offsets slice the blob: integers from 0 to its end, never decreasing.
+            if (
+                bounds.ndim != 1
+                or bounds.dtype.kind not in "iu"
+                or bounds.shape[0] == 0
+                or bounds[0] != 0
+                or bounds[-1] != len(blob)
+                or bool(np.any(bounds[1:] < bounds[:-1]))
+            ):
+                raise StoreError("index file has malformed key offsets")
+            offsets = bounds.tolist()
+            try:
+                keys: list[Key] = [
+                    blob[a:b].decode("utf-8", "surrogatepass")
+                    for a, b in itertools.pairwise(offsets)
+                ]
+            except UnicodeDecodeError as exc:
+                raise StoreError(f"index file has a key that is not UTF-8: {exc}") from exc
         elif kind == "int":
-            keys = arrays["key_ints"].tolist()
+            ints = arrays["key_ints"]
+            if ints.ndim != 1 or ints.dtype.kind not in "iu":
+                raise StoreError(f"index file has integer keys of type {ints.dtype}")
+            keys = ints.tolist()
         else:
             keys = []
         km.append(keys)

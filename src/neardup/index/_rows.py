@@ -264,7 +264,13 @@ class RowIndex(KeyedIndex):
 
     @classmethod
     def _stored(cls, arrays: dict[str, npt.NDArray[Any]]) -> tuple[U64, U64, U32]:
-        """The file's per-row values, table keys and table rows (``KeyError`` if absent)."""
+        """The file's per-row values, table keys and table rows (``KeyError`` if absent,
+        ``StoreError`` unless each holds unsigned integers that fit its type exactly)."""
+        for name, width in ((cls.VALUES_NAME, 8), ("table_keys", 8), ("table_rows", 4)):
+            dtype = arrays[name].dtype
+            # Another kind would be converted, not read (floats rounded, text parsed).
+            if dtype.kind != "u" or dtype.itemsize > width:
+                raise StoreError(f"array {name} holds {dtype}, not {8 * width}-bit unsigned")
         return (
             arrays[cls.VALUES_NAME].astype(np.uint64, copy=False),
             arrays["table_keys"].astype(np.uint64, copy=False),
@@ -285,7 +291,13 @@ class RowIndex(KeyedIndex):
         shape = (n, *self._values.shape[1:])
         if values.shape != shape or keys.shape != (t, n) or rows.shape != (t, n):
             raise StoreError(f"{path}: array shapes disagree with the metadata")
-        self._keys = KeyMap.from_arrays(meta.get("key_kind"), arrays)
+        scheme_id = meta.get("scheme_id")
+        if scheme_id is not None and not isinstance(scheme_id, str):
+            raise StoreError(f"{path}: scheme id {scheme_id!r} is not a string")
+        try:
+            self._keys = KeyMap.from_arrays(meta.get("key_kind"), arrays)
+        except (KeyError, TypeError, ValueError) as exc:  # absent, non-integer or not UTF-8
+            raise StoreError(f"{path}: malformed keys: {exc}") from exc
         if len(self._keys) != n:
             raise StoreError(f"{path}: {len(self._keys)} keys for {n} {self.NOUN}")
         self._reserve(n)
@@ -296,4 +308,4 @@ class RowIndex(KeyedIndex):
             raise StoreError(f"{path}: table row number out of range")
         self._restore_tables(keys, rows)
         self._rebuild_tables()
-        self.scheme_id = meta.get("scheme_id")
+        self.scheme_id = scheme_id

@@ -286,7 +286,16 @@ class HammingIndex(RowIndex):
     def query_rows(
         self, fingerprints: U64, max_distance: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Raw matches ``(query number, row, distance)``, unordered (for bulk callers)."""
+        """Raw matches ``(query number, row, distance)``, unordered (for bulk callers).
+
+        ``fingerprints`` as :meth:`query_many` takes them; ``max_distance`` up to
+        ``num_blocks - 1``."""
+        return self._probe(self._fingerprints(fingerprints, []), self._distance(max_distance))
+
+    def _probe(
+        self, fingerprints: U64, max_distance: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """:meth:`query_rows` of validated 1-d uint64 ``fingerprints`` and distance."""
         tables = self._tables
         if len(tables.segments) == 1 and tables.buffer_count == 0:
             # One sorted segment (after a bulk build, a load or a compaction): a direct call
@@ -327,7 +336,7 @@ class HammingIndex(RowIndex):
         """``(key, distance)`` of every fingerprint within ``max_distance``, sorted by both."""
         d = self._distance(max_distance)
         fps = np.array([self._fingerprint(fingerprint, [])], dtype=np.uint64)
-        _, rows, dists = self.query_rows(fps, d)
+        _, rows, dists = self._probe(fps, d)
         keys = self._keys.lookup(rows.tolist())
         return [(k, dist) for dist, k in sorted(zip(dists.tolist(), keys, strict=True))]
 
@@ -339,7 +348,7 @@ class HammingIndex(RowIndex):
         combine candidate sets in numpy."""
         d = self._distance(max_distance)
         fps = np.array([self._fingerprint(fingerprint, [])], dtype=np.uint64)
-        _, rows, dists = self.query_rows(fps, d)
+        _, rows, dists = self._probe(fps, d)
         return self._keys.key_array(rows), dists
 
     def query_many(
@@ -349,7 +358,7 @@ class HammingIndex(RowIndex):
         d = self._distance(max_distance)
         fps = self._fingerprints(fingerprints, [])
         out: list[list[tuple[Key, int]]] = [[] for _ in range(fps.shape[0])]
-        qs, rows, dists = self.query_rows(fps, d)
+        qs, rows, dists = self._probe(fps, d)
         keys = self._keys.lookup(rows.tolist())
         for q, dist, k in zip(qs.tolist(), dists.tolist(), keys, strict=True):
             out[q].append((k, dist))
@@ -378,7 +387,7 @@ class HammingIndex(RowIndex):
             index = cls(HammingIndexConfig(**params))
             n = int(meta["rows"])
             stored = cls._stored(arrays)
-        except (KeyError, TypeError, ConfigError) as exc:
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise StoreError(f"{path}: malformed Hamming index metadata: {exc}") from exc
         index._restore(path, meta, arrays, n, stored)
         return index

@@ -348,9 +348,10 @@ class LSHIndex(RowIndex):
                 return out[:k], out[quarter : quarter + k]
             out = np.empty(-8 * k, dtype=np.int64)
 
-    def candidate_rows(self, sigs: U64) -> tuple[I64, I64]:
-        """Distinct ``(query number, row)`` pairs sharing a band, sorted by query then row."""
-        qs, rows, _ = self._many(sigs, 0)
+    def candidate_rows(self, sigs: object) -> tuple[I64, I64]:
+        """Distinct ``(query number, row)`` pairs sharing a band, sorted by query then row
+        (``sigs`` as :meth:`query_many` takes them)."""
+        qs, rows, _ = self._many(self._matrix(sigs, []), 0)
         return qs, rows
 
     def _many(self, sigs: U64, need: int) -> tuple[I64, I64, I64]:
@@ -557,7 +558,7 @@ class LSHIndex(RowIndex):
             n = int(meta["documents"])
             stored = cls._stored(arrays)
             same_layout = (index.bands, index.rows) == (meta["bands"], meta["rows"])
-        except (KeyError, TypeError, ConfigError) as exc:
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise StoreError(f"{path}: malformed LSH index metadata: {exc}") from exc
         if not same_layout:
             raise StoreError(f"{path}: band layout differs from the one its config derives")

@@ -84,7 +84,7 @@ class CoverageSketchConfig(Config):
     rule: RuleConfig = dataclasses.field(default_factory=RuleConfig)
 
     def __post_init__(self) -> None:
-        check_int("sample_size", self.sample_size, low=1, high=1 << 16)
+        check_int("sample_size", self.sample_size, low=1, high=_sketch.MAX_SAMPLE_SIZE)
         check_int("max_word_count", self.max_word_count, low=1, high=_sketch.MAX_WORD_COUNT)
         if not isinstance(self.rule, RuleConfig):
             raise ConfigError(f"rule must be a RuleConfig, got {type(self.rule).__name__}")
@@ -165,6 +165,10 @@ def estimate(a: Signature, b: Signature) -> CoverageEstimate:
         error = _sketch.layout_error(s.values)  # checked before the kernel reads it
         if error is not None:
             raise SignatureFormatError(f"not a coverage sketch: {error}")
+    if (int(a.values[0]) >> 16) != (int(b.values[0]) >> 16):
+        # One scheme id, two shingle widths: crafted; fingerprints of different widths
+        # never match, so the counts would be meaningless.
+        raise SignatureFormatError("coverage sketches of different shingle widths")
     values = np.concatenate((a.values, b.values))
     fa, ea, fb, eb = _sketch.pair_counts(values, 0, len(a))
     return CoverageEstimate(int(fa), int(ea), int(fb), int(eb))

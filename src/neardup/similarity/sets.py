@@ -228,8 +228,12 @@ def bottomk_at_least(a: SetLike, b: SetLike, threshold: float, k: int) -> bool:
     reads at most ``2 * k`` values and usually far fewer.
     """
     check_int("k", k, low=1)
-    need = need_table(threshold, 2 * k)
+    check_range("threshold", threshold, low=0.0, high=1.0, low_open=True)
     x, y = _pair(a, b)
     if x.dtype != y.dtype:  # one side empty: any common dtype will do
         x, y = x.astype(np.uint64), y.astype(np.uint64)
+    # A k beyond both sets trims nothing and makes neither full: one more than the longer
+    # set answers the same, and bounds the table of needed matches by the input.
+    k = min(k, max(x.size, y.size) + 1)
+    need = need_table(threshold, 2 * k)
     return bool(at_least_kernel(x, 0, x.size, y, 0, y.size, k, need))

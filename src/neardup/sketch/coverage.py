@@ -39,8 +39,8 @@ text order, per-token page-furniture flags); :func:`pair_counts` (compiled) give
 Layout of the ``uint32`` values (little-endian through :class:`~neardup.sketch.base.Signature`)::
 
     word 0      format (1) | flags << 8 | width << 16     flags: 1 complete, 2 no prose
-    word 1      sample_size
-    word 2      max_word_count
+    word 1      sample_size (1 .. MAX_SAMPLE_SIZE)
+    word 2      max_word_count (1 .. MAX_WORD_COUNT)
     word 3      bound: sampled types have keys < bound (unused when complete)
     word 4      T, number of listed word types
     word 5      N, number of sampled occurrences
@@ -77,6 +77,7 @@ from neardup.errors import InputError, SignatureFormatError
 __all__ = [
     "FORMAT",
     "HEADER_WORDS",
+    "MAX_SAMPLE_SIZE",
     "MAX_WORD_COUNT",
     "OVERFLOW",
     "STARTS",
@@ -93,6 +94,7 @@ FORMAT = 1
 HEADER_WORDS = 6
 OVERFLOW = 0xFFFFFFFF
 MAX_WORD_COUNT = 15  # occurrences of one word a sketch may list: the bits of an entry's mask
+MAX_SAMPLE_SIZE = 1 << 16  # the largest sample_size a sketch may declare
 STARTS = 1 << 15  # the entry's shingle starts at one of the occurrences
 MASK = STARTS - 1
 COMPLETE = 1
@@ -211,9 +213,9 @@ def layout_error(values: U32) -> str | None:
 _LAYOUT_MESSAGES = {
     0: None,
     1: "shorter than its header",
-    2: "unknown format or width",
+    2: "unknown format or width, or sample parameters out of range",
     3: "its length does not match its header",
-    4: "word-type keys are not strictly ascending",
+    4: "word-type keys are not strictly ascending below the sketch's bound",
     5: "a word type's counts are inconsistent",
     6: "occurrence counts do not add up",
     7: (
@@ -236,6 +238,14 @@ def layout_code(values: Any, lo: Any, hi: Any, entries: bool) -> Any:  # pragma:
     width = (head >> 16) & 0xFFFF
     if head & 0xFF != FORMAT or width < 1 or width > 32:
         return 2
+    # Readers size their work by the declared sample (result-set dedup's table of needed
+    # matches), so it must stay within what a sketch can hold.
+    sample_size = np.int64(values[lo + 1])
+    max_word_count = np.int64(values[lo + 2])
+    if sample_size < 1 or sample_size > MAX_SAMPLE_SIZE:
+        return 2
+    if max_word_count < 1 or max_word_count > MAX_WORD_COUNT:
+        return 2
     t = np.int64(values[lo + 4])
     if hi - lo < HEADER_WORDS + 2 * t:
         return 3
@@ -243,6 +253,9 @@ def layout_code(values: Any, lo: Any, hi: Any, entries: bool) -> Any:  # pragma:
     for i in range(1, t):
         if values[keys + i] <= values[keys + i - 1]:
             return 4
+    # A sampled sketch lists only keys below its bound: a comparison stops at the bound.
+    if (head >> 8) & COMPLETE == 0 and t > 0 and values[keys + t - 1] >= values[lo + 3]:
+        return 4
     listed = np.int64(0)
     occurrences = np.int64(0)
     for i in range(t):
