@@ -67,17 +67,35 @@ def test_queries_equal_the_oracle(script: list, cap: int, buffer: int) -> None:
     assert [a.tolist() for a in restored.query(q)] == [a.tolist() for a in index.query(q)]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
-    st.lists(st.integers(0, 400), min_size=1, max_size=3000),
+    st.lists(st.integers(0, 400), max_size=3000),
     st.lists(st.integers(0, 401), max_size=40),
+    st.sampled_from([0, 54, 63]),
 )
-def test_fenced_ranges_equal_searchsorted(values: list[int], queries: list[int]) -> None:
-    from neardup.index.passages import _FENCE, _fenced_ranges
+def test_bucket_ranges_equal_searchsorted(values: list[int], queries: list[int], up: int) -> None:
+    # Small values crowd one bucket; shifted up they spread over the directory's buckets.
+    from neardup.index.passages import _bucket_ranges, _directory
 
-    fps = np.array(sorted(values), dtype=np.uint64)
-    q = np.array(sorted(set(queries)), dtype=np.uint64)
-    lo, hi = _fenced_ranges(fps, np.ascontiguousarray(fps[::_FENCE]), q)
+    fps = np.sort(np.array(values, dtype=np.uint64) << np.uint64(up))
+    q = np.unique(np.array(queries, dtype=np.uint64) << np.uint64(up))
+    starts, shift = _directory(fps)
+    lo, hi = _bucket_ranges(fps, starts, shift, q)
+    assert lo.tolist() == np.searchsorted(fps, q, "left").tolist()
+    assert hi.tolist() == np.searchsorted(fps, q, "right").tolist()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 5000), st.integers(0, 2**32))
+def test_bucket_ranges_of_uniform_hashes(n: int, seed: int) -> None:
+    from neardup.index.passages import _bucket_ranges, _directory
+
+    rng = np.random.default_rng(seed)
+    fps = np.sort(rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False))
+    q = np.unique(np.concatenate([fps[:: max(1, n // 50)], rng.integers(0, 2**64, 50, np.uint64)]))
+    starts, shift = _directory(fps)
+    assert starts[0] == 0 and starts[-1] == n and np.all(np.diff(starts) >= 0)
+    lo, hi = _bucket_ranges(fps, starts, shift, q)
     assert lo.tolist() == np.searchsorted(fps, q, "left").tolist()
     assert hi.tolist() == np.searchsorted(fps, q, "right").tolist()
 
