@@ -56,6 +56,7 @@ from neardup.detect.stream.config import StreamConfig
 from neardup.detect.stream.groups import place
 from neardup.detect.stream.judging import (
     PROFILE_CACHE_BYTES,
+    Judged,
     ProfileCache,
     StoredArticle,
     in_time,
@@ -299,19 +300,19 @@ class NewsStream:
         fingerprint = int(vec.fingerprint[0])
         hits = stories.neighbours(vec, p.date_us)
         story = hits.keys[: cfg.candidates.story_candidates].tolist()
-        matches = self._judge(p.profile, p.passages, fingerprint, p.date_us, story, exclude=-1)
+        judged = self._judge(p.profile, p.passages, fingerprint, p.date_us, story, exclude=-1)
         placed = place(
-            self.store, p.profile, p.date_us, art.id, matches, self._profile_of, self._label
+            self.store, p.profile, p.date_us, art.id, judged.ranked, self._profile_of, self._label
         )
-        similar = tuple(m for m in matches if m.verdict != "duplicate")[: cfg.similar_limit]
-        duplicates = tuple(m for m in matches if m.verdict == "duplicate")
+        similar = tuple(m for m in judged.reported if m.verdict != "duplicate")
+        duplicates = tuple(m for m in judged.reported if m.verdict == "duplicate")
         outcome = stories.decide(art.id, vec, p.date_us, art.source, p.counted, hits)
         decision = Decision(
             id=art.id,
             status=placed.status,
             duplicate_of=placed.duplicate_of,
             similar=similar,
-            matches=duplicates[: cfg.similar_limit + 1] + similar,
+            matches=duplicates + similar,
             event=outcome.event,
             took_over=placed.took_over,
             merged=placed.merged,
@@ -362,13 +363,13 @@ class NewsStream:
         story: Sequence[int],
         *,
         exclude: int,
-    ) -> list[Match]:
+    ) -> Judged:
         """Matches of an article with its candidates (passages, and its ``story``
         neighbours' seqs) dated within ``window_seconds``, best first
         (:func:`~neardup.detect.stream.judging.judge_rows`)."""
         seqs = self._state.indexes.query_seqs(passages, story, exclude, None)
         if not seqs:
-            return []
+            return Judged([], [])
         stored = self._stored(seqs)
         window = self.config.window_seconds
         if window is None:
@@ -380,7 +381,8 @@ class NewsStream:
                 for q in seqs
                 if q in stored and in_time(stored[q].date_us, date_us, window_us, None, None)
             ]
-        return judge_rows(prof, kept, fingerprint, self.config.rule, self.config.similar_limit)
+        limit = self.config.similar_limit
+        return judge_rows(prof, kept, fingerprint, self.config.rule, limit, limit)
 
     def _stored(self, seqs: Sequence[int]) -> dict[int, StoredArticle]:
         return self._profiles.get(self.store, seqs)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from neardup.detect.stream.records import Match
 from neardup.rule import Profile
 from neardup.store import ArticleRow, Store
 
@@ -52,13 +51,13 @@ def place(
     prof: Profile,
     date_us: int | None,
     article_id: str,
-    matches: Sequence[Match],
+    matches: Sequence[tuple[str, str]],
     profile_of: ProfileOf,
     label: Label,
 ) -> Placement:
-    """Place a new article among the groups of its matches (module docstring), writing the
-    take-over or the merges to the store."""
-    dup_ids = [m.id for m in matches if m.verdict == "duplicate"]
+    """Place a new article among the groups of its matches (``(id, verdict)``, best
+    first; module docstring), writing the take-over or the merges to the store."""
+    dup_ids = [i for i, verdict in matches if verdict == "duplicate"]
     groups = _joinable(store, prof, matches, dup_ids, profile_of, label)
     if groups:
         earliest = groups[0]
@@ -76,14 +75,14 @@ def place(
         # write-thru): a duplicate, at the head of a group of its own.
         return Placement("duplicate", duplicate_of=dup_ids[0])
     if matches:
-        return Placement(matches[0].verdict)
+        return Placement(matches[0][1])
     return Placement()
 
 
 def _joinable(
     store: Store,
     prof: Profile,
-    matches: Sequence[Match],
+    matches: Sequence[tuple[str, str]],
     dup_ids: Sequence[str],
     profile_of: ProfileOf,
     label: Label,
@@ -95,7 +94,7 @@ def _joinable(
     originals = store.originals_of(dup_ids)
     ids = sorted({original or i for i, original in originals.items()})
     have = {r.id: r for r in store.get_many(ids) if r.original is None}
-    verdicts = {m.id: m.verdict for m in matches}
+    verdicts = dict(matches)
     joinable = [
         have[i]
         for i in ids

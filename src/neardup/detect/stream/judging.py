@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,7 @@ from neardup.store import Store
 
 __all__ = [
     "PROFILE_CACHE_BYTES",
+    "Judged",
     "ProfileCache",
     "StoredArticle",
     "in_time",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 _RANK = {"duplicate": 0, "partial": 1, "similar": 2}
+_RANK_OF = [_RANK.get(v, 3) for v in VERDICTS]  # by label index
+_UNRELATED = VERDICTS.index("unrelated")
 #: Bytes of stored articles' packed profiles kept in memory by default (LRU, by seq): about
 #: 175,000 newswire articles of Reuters' length, or 37,000 scraped news pages.  A miss costs a
 #: store read and a repacking (docs/stream.md, "Memory").
@@ -134,18 +137,32 @@ class ProfileCache:
         return stored
 
 
+class Judged(NamedTuple):
+    """The rule's matches of one article with its candidates (unrelated ones dropped), best
+    first: ``ranked``, every one as ``(id, verdict)``; ``reported``, as :class:`Match`, the
+    first ``report + 1`` duplicates and the first ``report`` others, in the same order (what
+    a decision lists; the rest are read by id and verdict only)."""
+
+    ranked: list[tuple[str, str]]
+    reported: list[Match]
+
+
+_NOTHING = Judged([], [])
+
+
 def judge_rows(
     prof: Profile,
     kept: Sequence[StoredArticle],
     fingerprint: int,
     rule: RuleConfig,
     limit: int,
-) -> list[Match]:
-    """The rule's matches of ``prof`` with the ``kept`` candidates, best first (module
-    docstring: screened, then the copy-possible ones and the ``limit`` best similar ones
-    judged exactly; unrelated ones dropped)."""
+    report: int,
+) -> Judged:
+    """The rule's matches of ``prof`` with the ``kept`` candidates (module docstring:
+    screened, then the copy-possible ones and the ``limit`` best similar ones judged
+    exactly), best first, ``report`` of each kind as :class:`Match` (:class:`Judged`)."""
     if not kept:
-        return []
+        return _NOTHING
     rows, offsets = pack_rows([s.row for s in kept])
     screened = screen_rows(prof, rows, offsets, rule)
     possible = screened.copy_possible
@@ -166,9 +183,11 @@ def judge_rows(
     else:
         chosen += similar_only.tolist()
     if not chosen:
-        return []
+        return _NOTHING
     chosen.sort()
-    return _matches(prof, [kept[i] for i in chosen], rows, offsets, chosen, fingerprint, rule)
+    return _matches(
+        prof, [kept[i] for i in chosen], rows, offsets, chosen, fingerprint, rule, report
+    )
 
 
 def _matches(
@@ -179,39 +198,54 @@ def _matches(
     select: Sequence[int],
     fingerprint: int,
     rule: RuleConfig,
-) -> list[Match]:
+    report: int,
+) -> Judged:
     """The rule's matches of ``prof`` with the ``select``-ed packed rows (``chosen``),
-    best first (unrelated ones dropped)."""
+    best first by verdict, score, distance, then id (:class:`Judged`).  A :class:`Match`
+    is made only for what is reported: a reprint of a story with many stored copies is
+    judged against all of them, but a decision lists a few."""
     f = features_rows(prof, rows, offsets, np.asarray(select, dtype=np.int64), rule.width)
     labels, scores = decide_many(f.coverage_a, f.coverage_b, f.passage, f.cosine, rule)
-    unrelated = VERDICTS.index("unrelated")
-    matches: list[Match] = []
-    for s, label, score, cov_a, cov_b, passage, cosine in zip(
-        chosen,
-        labels.tolist(),
-        scores.tolist(),
-        f.coverage_a.tolist(),
-        f.coverage_b.tolist(),
-        f.passage.tolist(),
-        f.cosine.tolist(),
-        strict=True,
-    ):
-        if label == unrelated:
-            continue
-        matches.append(
+    related = np.flatnonzero(labels != _UNRELATED).tolist()
+    if not related:
+        return _NOTHING
+    label_of = labels.tolist()
+    score_of = scores.tolist()
+    keys = sorted(
+        (
+            _RANK_OF[label_of[i]],
+            -round(score_of[i], 6),
+            distance(chosen[i], fingerprint),
+            chosen[i].id,
+            i,
+        )
+        for i in related
+    )
+    ranked = [(key[3], VERDICTS[label_of[key[4]]]) for key in keys]
+    reported: list[Match] = []
+    duplicates = others = 0
+    for rank, neg_score, dist, article_id, i in keys:
+        if rank == 0:
+            duplicates += 1
+            if duplicates > report + 1:
+                continue
+        else:
+            others += 1
+            if others > report:
+                break
+        reported.append(
             Match(
-                id=s.id,
-                verdict=VERDICTS[label],
-                score=round(score, 6),
-                coverage=round(cov_a, 6),
-                coverage_other=round(cov_b, 6),
-                passage=passage,
-                cosine=round(cosine, 6),
-                distance=distance(s, fingerprint),
+                id=article_id,
+                verdict=VERDICTS[label_of[i]],
+                score=-neg_score,
+                coverage=round(float(f.coverage_a[i]), 6),
+                coverage_other=round(float(f.coverage_b[i]), 6),
+                passage=int(f.passage[i]),
+                cosine=round(float(f.cosine[i]), 6),
+                distance=dist,
             )
         )
-    matches.sort(key=lambda m: (_RANK[m.verdict], -m.score, m.distance, m.id))
-    return matches
+    return Judged(ranked, reported)
 
 
 def in_time(
