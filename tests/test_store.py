@@ -14,7 +14,7 @@ import pytest
 
 from neardup.errors import ConfigError, StoreError
 from neardup.records import text_hash
-from neardup.store import SCHEMA_VERSION, ArticleRow, EventRow, Store, open_store
+from neardup.store import SCHEMA_VERSION, ArticleRow, EventRow, GroupOriginal, Store, open_store
 
 PG_BASE = os.environ.get("NEARDUP_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -121,8 +121,12 @@ def test_log_groups_and_events(store_url: str) -> None:
         assert entries[-1].op == "event" and entries[-1].arg == "a" and entries[-1].date_us == 20
         assert [e.seq for e in store.log_since(0, limit=2)] == logs[:2]
         assert store.members_of("a") == ["b", "c"]
-        assert store.originals_of(["c", "a", "nope", "b"]) == {"a": None, "b": "a", "c": "a"}
-        assert store.originals_of([]) == {}
+        assert store.group_originals(["c", "a", "nope", "b"]) == [(seqs[0], "a", 0)]
+        assert store.group_originals(["c"]) == [GroupOriginal(seqs[0], "a", 0)]
+        assert store.group_originals([]) == []
+        with store.write():
+            d = store.insert_article(row("d", fp=7, date_us=None))
+        assert store.group_originals(["d", "b"]) == [(seqs[0], "a", 0), (d, "d", None)]
         assert [r.id for r in store.event_articles("a")] == ["a", "b", "c"]
         assert store.get_event("a") == EventRow("a", "a", 5, seqs[0])
         assert store.get_event("nope") is None

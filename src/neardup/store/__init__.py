@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from neardup.errors import ConfigError
 
@@ -44,6 +44,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "ArticleRow",
     "EventRow",
+    "GroupOriginal",
     "LogEntry",
     "Store",
     "open_store",
@@ -102,6 +103,14 @@ class LogEntry:
     date_us: int | None
 
 
+class GroupOriginal(NamedTuple):
+    """The original of a duplicate group, as the stream's grouping reads it."""
+
+    seq: int
+    id: str
+    date_us: int | None
+
+
 @runtime_checkable
 class Store(Protocol):
     """What the stream needs from a store.  All methods raise ``StoreError`` on I/O failure,
@@ -135,9 +144,10 @@ class Store(Protocol):
         """Ids of the articles whose current original is ``original``."""
         ...
 
-    def originals_of(self, article_ids: Sequence[str]) -> dict[str, str | None]:
-        """The current original of each stored article named (``None`` for an original;
-        unknown ids left out), without reading the rows' texts and signatures."""
+    def group_originals(self, article_ids: Sequence[str]) -> list[GroupOriginal]:
+        """The current originals of the duplicate groups of the stored articles named (an
+        original is its own group's), once each, by id; unknown ids left out.  Reads three
+        columns, not the rows' texts and signatures."""
         ...
 
     def set_event(self, seqs: Sequence[int], event_id: str) -> None: ...

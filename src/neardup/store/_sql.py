@@ -43,7 +43,7 @@ from neardup.errors import (
     StoreError,
 )
 from neardup.records import text_hash
-from neardup.store import SCHEMA_VERSION, ArticleRow, EventRow, LogEntry
+from neardup.store import SCHEMA_VERSION, ArticleRow, EventRow, GroupOriginal, LogEntry
 
 #: Newest articles whose text is checked against its hash when a store is opened.
 CHECK_AT_OPEN = 1000
@@ -488,12 +488,19 @@ class SqlStoreBase:
         )
         return [str(r[0]) for r in rows]
 
-    def originals_of(self, article_ids: Sequence[str]) -> dict[str, str | None]:
-        out: dict[str, str | None] = {}
+    def group_originals(self, article_ids: Sequence[str]) -> list[GroupOriginal]:
+        out: dict[str, GroupOriginal] = {}
         for chunk, marks in _in_chunks(article_ids):
-            rows = self._fetchall(f"SELECT id, original FROM articles WHERE id IN ({marks})", chunk)
-            out.update((str(r[0]), None if r[1] is None else str(r[1])) for r in rows)
-        return out
+            rows = self._fetchall(
+                "SELECT o.seq, o.id, o.date_us FROM articles a JOIN articles o "
+                f"ON o.id = COALESCE(a.original, a.id) WHERE a.id IN ({marks}) "
+                "AND o.original IS NULL",
+                chunk,
+            )
+            for seq, article_id, date_us in rows:
+                date = None if date_us is None else int(date_us)
+                out[str(article_id)] = GroupOriginal(int(seq), str(article_id), date)
+        return [out[i] for i in sorted(out)]
 
     def set_event(self, seqs: Sequence[int], event_id: str) -> None:
         for seq in seqs:

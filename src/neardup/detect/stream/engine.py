@@ -387,8 +387,8 @@ class NewsStream:
     def _stored(self, seqs: Sequence[int]) -> dict[int, StoredArticle]:
         return self._profiles.get(self.store, seqs)
 
-    def _profile_of(self, row: ArticleRow) -> Profile:
-        return self._stored([row.seq])[row.seq].profile
+    def _profile_of(self, seq: int) -> Profile:
+        return self._stored([seq])[seq].profile
 
     def _label(self, a: Profile, b: Profile) -> str:
         """The rule's label for two profiles."""

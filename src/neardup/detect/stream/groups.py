@@ -21,11 +21,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from neardup.rule import Profile
-from neardup.store import ArticleRow, Store
+from neardup.store import GroupOriginal, Store
 
 __all__ = ["Placement", "order_key", "place", "regroup"]
 
-ProfileOf = Callable[[ArticleRow], Profile]
+ProfileOf = Callable[[int], Profile]  # a stored article's profile, by seq
 Label = Callable[[Profile, Profile], str]
 
 
@@ -61,8 +61,8 @@ def place(
     groups = _joinable(store, prof, matches, dup_ids, profile_of, label)
     if groups:
         earliest = groups[0]
-        first = profile_of(earliest)
-        merged = [g for g in groups[1:] if label(first, profile_of(g)) == "duplicate"]
+        first = profile_of(earliest.seq)
+        merged = [g for g in groups[1:] if label(first, profile_of(g.seq)) == "duplicate"]
         merged_ids = tuple(g.id for g in merged)
         if order_key(date_us, article_id) < order_key(earliest.date_us, earliest.id):
             took_over = regroup(store, [earliest, *merged], article_id)
@@ -86,24 +86,21 @@ def _joinable(
     dup_ids: Sequence[str],
     profile_of: ProfileOf,
     label: Label,
-) -> list[ArticleRow]:
+) -> list[GroupOriginal]:
     """The originals of the groups of the duplicate matches that the new article
     duplicates itself, earliest first."""
     if not dup_ids:
         return []
-    originals = store.originals_of(dup_ids)
-    ids = sorted({original or i for i, original in originals.items()})
-    have = {r.id: r for r in store.get_many(ids) if r.original is None}
     verdicts = dict(matches)
     joinable = [
-        have[i]
-        for i in ids
-        if i in have and (verdicts.get(i) or label(prof, profile_of(have[i]))) == "duplicate"
+        g
+        for g in store.group_originals(dup_ids)
+        if (verdicts.get(g.id) or label(prof, profile_of(g.seq))) == "duplicate"
     ]
-    return sorted(joinable, key=lambda r: order_key(r.date_us, r.id))
+    return sorted(joinable, key=lambda g: order_key(g.date_us, g.id))
 
 
-def regroup(store: Store, originals: Sequence[ArticleRow], new_original: str) -> tuple[str, ...]:
+def regroup(store: Store, originals: Sequence[GroupOriginal], new_original: str) -> tuple[str, ...]:
     """Point every member of the groups of ``originals`` (and the originals) at
     ``new_original``; the ids moved, in group order."""
     moved: list[str] = []
