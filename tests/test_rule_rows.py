@@ -236,3 +236,13 @@ def test_packed_cosines_are_the_rules_for_large_term_counts(count: int) -> None:
     for j, b in enumerate(others):
         want = pair_features(a, b, cfg.width).cosine
         assert f.cosine[j] == want and s.cosine[j] == want
+
+
+def test_pack_rows_equals_concatenation() -> None:
+    rows = [np.arange(n, dtype=np.uint64) * np.uint64(7) for n in (3, 0, 5)]
+    strided = np.arange(20, dtype=np.uint64)[::2]
+    for case in ([], rows, [*rows, strided]):
+        packed, offsets = pack_rows(case)
+        want = np.concatenate(case) if case else np.zeros(0, np.uint64)
+        assert packed.dtype == np.uint64 and packed.tolist() == want.tolist()
+        assert offsets.tolist() == [0, *np.cumsum([len(r) for r in case]).tolist()]
