@@ -57,7 +57,7 @@ import xxhash
 
 from neardup._jit import forced
 from neardup._kernels import distinct, distinct_below
-from neardup.batch.executors import LocalPool, executor_for, progress_bar
+from neardup.batch.executors import MAX_LOCAL_WORKERS, LocalPool, executor_for, progress_bar
 from neardup.batch.io import (
     AtomicJsonlWriter,
     ReadStats,
@@ -85,7 +85,7 @@ from neardup.batch.verify import (
     PairVerdicts,
 )
 from neardup.batch.workdir import WorkDir, remove_work_dir
-from neardup.config import canonical_json
+from neardup.config import canonical_json, check_int
 from neardup.errors import ConfigError, IncompleteOutputError, StoreError
 from neardup.records import FieldNames
 from neardup.rule import VERDICTS
@@ -192,6 +192,8 @@ def _make_client(
     :class:`LocalPool` of ``workers`` processes (or of every core, for inputs of
     ``_LOCAL_BYTES`` or more on ``_LOCAL_MIN_CPUS`` cores or more), or none."""
     if scheduler is None:
+        if workers is not None:
+            check_int("workers", workers, low=1, high=MAX_LOCAL_WORKERS)
         count = workers if workers is not None else (os.cpu_count() or 1)
         small = input_bytes < _LOCAL_BYTES or count < _LOCAL_MIN_CPUS
         if count <= 1 or (workers is None and small):

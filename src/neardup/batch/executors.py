@@ -41,11 +41,23 @@ import numpy as np
 
 from neardup.batch.tasks import SignedPartition
 from neardup.batch.verify import ProfileRows
+from neardup.config import check_int
 
 if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts
     import concurrent.futures
 
-__all__ = ["DaskExecutor", "Executor", "InProcess", "LocalPool", "Task", "executor_for"]
+__all__ = [
+    "MAX_LOCAL_WORKERS",
+    "DaskExecutor",
+    "Executor",
+    "InProcess",
+    "LocalPool",
+    "Task",
+    "executor_for",
+]
+
+#: Most worker processes a :class:`LocalPool` starts.
+MAX_LOCAL_WORKERS = 256
 
 # Argument types shipped to Dask workers by scatter rather than inside the task graph.
 _BULKY = (list, np.ndarray, ProfileRows, SignedPartition)
@@ -185,6 +197,7 @@ class LocalPool(Executor):
         max_in_flight: int | None = None,
         warm_up: Callable[[], Any] | None = None,
     ) -> None:
+        check_int("workers", workers, low=1, high=MAX_LOCAL_WORKERS)
         if warm_up is not None:
             warm_up()
         self.workers = workers

@@ -45,7 +45,7 @@ import hashlib
 import json
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,11 +83,13 @@ __all__ = [
     "json_default",
     "parse_json_line",
     "read_at",
+    "read_lines",
 ]
 
 _JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
 # How many skipped-line messages are kept as examples for the summary.
 _MAX_EXAMPLES = 5
 
@@ -163,23 +165,37 @@ def input_fingerprint(files: Iterable[Path]) -> list[list[Any]]:
     return out
 
 
-def _jsonl_objects(path: Path) -> Iterator[tuple[int, Any]]:
-    """``(line_number, parsed object or an InputError)`` for each non-blank line."""
-    raw = path.open("rb")
+def read_lines(path: str | os.PathLike[str]) -> Generator[tuple[int, bytes], None, None]:
+    """``(1-based line number, bytes)`` of each line of a file, plain or gzip-compressed
+    (recognised by its magic bytes, not its name): the one way every JSON Lines input file
+    is opened.
+
+    A missing file raises ``NotFoundError``; one that cannot be read (a directory, no
+    permission, an I/O error) ``StoreError``; a gzip stream that is truncated or corrupt
+    ``InputError`` naming the last line read whole, after the lines before it were given.
+    """
+    lineno = 0
     try:
-        stream: IO[bytes] | gzip.GzipFile = raw
-        if raw.peek(2)[:2] == _GZIP_MAGIC:
-            stream = gzip.GzipFile(fileobj=raw, mode="rb")
-        lineno = 0
-        try:
+        with open(path, "rb") as raw:
+            stream: IO[bytes] | gzip.GzipFile = raw
+            if raw.peek(2)[:2] == _GZIP_MAGIC:
+                stream = gzip.GzipFile(fileobj=raw, mode="rb")
             for lineno, line in enumerate(stream, start=1):
-                yield lineno, parse_json_line(line)
-        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            raise InputError(
-                f"{path}: compressed stream is truncated or corrupt after line {lineno}: {exc}"
-            ) from exc
-    finally:
-        raw.close()
+                yield lineno, line
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"input {path} does not exist") from exc
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(
+            f"{path}: compressed stream is truncated or corrupt after line {lineno}: {exc}"
+        ) from exc
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _jsonl_objects(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line_number, parsed object or an InputError)`` for each line (``None``: blank)."""
+    for lineno, line in read_lines(path):
+        yield lineno, parse_json_line(line)
 
 
 def parse_json_line(line: bytes) -> Any:
@@ -188,23 +204,29 @@ def parse_json_line(line: bytes) -> Any:
 
     The one per-line rule of every reader (batch dedup, ``neardup ingest``/``origin``/
     ``synth``, the evaluation readers): whatever the bytes, this returns, never raises.
-    A line holding JSON ``null`` is an ``InputError`` (``None`` means a blank line).
-    Unusable: not UTF-8, not JSON, a number with more than Python's 4,300 digits, nesting
-    deeper than the parser's recursion limit, or a lone UTF-16 surrogate escape
+    A line holding JSON ``null`` is an ``InputError`` (``None`` means a blank line).  A UTF-8
+    byte order mark at the start of a line is not part of its JSON and is ignored (editors
+    on Windows write one at the start of a file).  Integers are read exactly, whatever their
+    size.  Unusable: not UTF-8, not JSON, a number with more than Python's 4,300 digits,
+    nesting deeper than the parser's recursion limit, or a lone UTF-16 surrogate escape
     (``"\\ud800"``: not a Unicode character, so no UTF-8 output could hold it).
     """
+    if line.startswith(_BOM):
+        line = line[len(_BOM) :]
     if not line.strip():
         return None
     if _fast_loads is not None:
         # orjson accepts a strict subset of what json does (valid UTF-8, no NaN, no lone
-        # surrogates, 64-bit integers, 1,024 levels of nesting) and gives the same objects;
-        # anything it rejects takes the json path below, which decides and words the error.
+        # surrogates, 1,024 levels of nesting) and gives the same objects, except that it
+        # reads an integer beyond 64 bits as a rounded float; such a line, and anything it
+        # rejects, takes the json path below, which reads it exactly or words the error.
         try:
             fast = _fast_loads(line)
         except _FAST_ERRORS:
             pass
         else:
-            return _null_line() if fast is None else fast
+            if not _holds_rounded_integer(fast):
+                return _null_line() if fast is None else fast
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -225,6 +247,32 @@ def parse_json_line(line: bytes) -> Any:
         except (ValueError, RecursionError) as exc:  # pragma: no cover - parsed values re-dump
             return InputError(f"not usable JSON: {exc}")
     return _null_line() if value is None else value
+
+
+# The smallest magnitude orjson gives as a float for an integer token: it reads integers
+# in [-2**63, 2**64) exactly and larger ones as (rounded) floats.
+_WIDE = float(1 << 63)
+
+
+def _holds_rounded_integer(value: Any) -> bool:
+    """Whether a value orjson parsed holds a float that may be a rounded integer token."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            children: Iterable[Any] = node.values()
+        elif type(node) is list:
+            children = node
+        else:
+            children = (node,)
+        for child in children:
+            kind = type(child)
+            if kind is float:
+                if abs(child) >= _WIDE and child.is_integer():
+                    return True
+            elif kind is dict or kind is list:
+                stack.append(child)
+    return False
 
 
 def _null_line() -> InputError:
@@ -331,13 +379,12 @@ def read_at(
 
 
 def _loads(line: bytes) -> Any:
-    """``json.loads``, through orjson when it accepts the line (see :func:`_jsonl_objects`)."""
-    if _fast_loads is not None:
-        try:
-            return _fast_loads(line)
-        except _FAST_ERRORS:
-            pass
-    return json.loads(line)
+    """A line :func:`iter_records` accepted, parsed again by the same rule (``ValueError``
+    if it no longer parses: the input changed)."""
+    value = parse_json_line(line)
+    if value is None or isinstance(value, InputError):
+        raise ValueError(f"the line no longer holds a JSON object ({value})")
+    return value
 
 
 def _read_lines(path: Path, wanted: npt.NDArray[np.int64]) -> Iterator[dict[str, Any]]:

@@ -19,13 +19,11 @@
 from __future__ import annotations
 
 import contextlib
-import gzip
 import os
 import pickle
 import signal
 import sys
 import traceback
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -158,10 +156,14 @@ def shared_data(given: Path | None, *parts: str) -> Path:
 def check_output(path: str | os.PathLike[str], force: bool, *, extra: Iterable[str] = ()) -> None:
     """Refuse an existing output unless ``force``; with it, remove the old file (and the
     sibling files named by ``extra`` suffixes, e.g. a completion marker) first, so a failed
-    run can never be mistaken for the old output.  A folder must be empty or ``force``."""
+    run can never be mistaken for the old output.  A folder must be empty or ``force``.
+    Anything else that exists (a device such as ``/dev/null``, a pipe, a socket) is refused
+    and never removed: outputs are written as new files."""
     p = Path(path)
     if not p.exists():
         return
+    if not p.is_dir() and not p.is_file():
+        raise ConfigError(f"{p} exists and is not a regular file: name a new file as the output")
     if p.is_dir():
         if not any(p.iterdir()):
             return
@@ -191,23 +193,15 @@ def open_output(path: str) -> IO[str]:
 def input_lines(path: str) -> Iterator[tuple[int, bytes]]:
     """``(line number, bytes)`` of a JSON Lines input (``-``: stdin; gzip by its magic
     bytes).  A missing file is ``NotFoundError`` (66), an unreadable one ``StoreError`` (74),
-    a truncated gzip stream ``InputError`` (65) naming the last good line."""
+    a truncated gzip stream ``InputError`` (65) naming the last good line
+    (:func:`neardup.batch.io.read_lines`)."""
     if path == "-":
         yield from enumerate(sys.stdin.buffer, start=1)
         return
+    from neardup.batch.io import read_lines
+
     require_input(path)
-    line_no = 0
-    try:
-        with open(path, "rb") as raw:
-            stream: IO[bytes] = raw
-            if raw.peek(2)[:2] == b"\x1f\x8b":
-                stream = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
-            for line_no, line in enumerate(stream, start=1):
-                yield line_no, line
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(f"{path}: compressed stream is corrupt after line {line_no}") from exc
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    yield from read_lines(path)
 
 
 def input_articles(path: str, fields: FieldNames) -> Iterator[tuple[int, Article | InputError]]:

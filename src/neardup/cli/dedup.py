@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from neardup.batch.engine import DedupSummary, dedup, find_pairs
+from neardup.batch.executors import MAX_LOCAL_WORKERS
 from neardup.batch.io import check_complete
 from neardup.batch.tasks import CANDIDATE_SOURCES, CLUSTERINGS, KEEP_POLICIES, DedupConfig
 from neardup.cli.common import (
@@ -30,7 +31,7 @@ from neardup.cli.common import (
     show_progress,
     warn,
 )
-from neardup.errors import ConflictError, IncompleteOutputError, InputError
+from neardup.errors import ConfigError, ConflictError, IncompleteOutputError, InputError
 from neardup.records import FieldNames
 
 __all__ = ["dedup_command", "pairs_command"]
@@ -115,7 +116,8 @@ def _execution_options() -> list[_Decorator]:
         click.option("--scheduler", default=None, help="Dask scheduler address (default: local)."),
         click.option(
             "--workers",
-            type=int,
+            # Each is a forked process: a bound keeps a typo from exhausting the machine.
+            type=click.IntRange(1, MAX_LOCAL_WORKERS),
             default=None,
             help="Local worker processes, without Dask (default: one process, or one per "
             "core for inputs of 256 MB or more on 4+ cores).",
@@ -212,6 +214,9 @@ def _print_summary(summary: DedupSummary, kind: str, opts: dict[str, Any]) -> No
 
 
 def _run(kind: str, opts: dict[str, Any], config: DedupConfig, write_kept: str | None) -> None:
+    if opts["input"] == "-":
+        # The input is read more than once (signing, then profiling the candidates).
+        raise ConfigError(f"{kind} reads its INPUT from files, not from stdin ('-')")
     require_input(opts["input"])
     if opts["against"] is not None:
         require_input(opts["against"], "--against corpus")

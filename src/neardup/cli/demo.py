@@ -18,13 +18,12 @@ result-set dedup, so every figure there is measured on the same kind of set.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import gzip
 import json
 import random
 import statistics
 import time
-import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 import click
 
 from neardup.cli.common import shared_data
-from neardup.errors import InputError, NotFoundError, StoreError
+from neardup.errors import InputError, NotFoundError
 
 __all__ = ["EDITS", "Planted", "demo", "edit_text", "load_articles", "plant_copies"]
 
@@ -43,7 +42,7 @@ _FILLER = ["reportedly", "sharply", "again", "officially", "late", "early", "ful
 
 def load_articles(path: Path, limit: int, min_chars: int = 200) -> list[dict[str, Any]]:
     """The first ``limit`` articles of a Reuters ``docs.jsonl.gz`` with some body text."""
-    from neardup.batch.io import parse_json_line
+    from neardup.batch.io import parse_json_line, read_lines
 
     if not path.exists():
         raise NotFoundError(
@@ -51,19 +50,16 @@ def load_articles(path: Path, limit: int, min_chars: int = 200) -> list[dict[str
             "(or set NEARDUP_DATA to the shared/data folder)"
         )
     out: list[dict[str, Any]] = []
-    try:
-        with gzip.open(path, "rb") as fh:
-            for line_no, line in enumerate(fh, 1):
-                doc = parse_json_line(line)
-                if isinstance(doc, InputError):
-                    raise InputError(f"{path}:{line_no}: {doc}")
-                text = doc.get("text") if isinstance(doc, dict) else None
-                if isinstance(text, str) and len(text) >= min_chars:
-                    out.append(doc)
-                    if len(out) >= limit:
-                        break
-    except (OSError, EOFError, zlib.error) as exc:
-        raise StoreError(f"cannot read {path}: {exc}") from exc
+    with contextlib.closing(read_lines(path)) as lines:
+        for line_no, line in lines:
+            doc = parse_json_line(line)
+            if isinstance(doc, InputError):
+                raise InputError(f"{path}:{line_no}: {doc}")
+            text = doc.get("text") if isinstance(doc, dict) else None
+            if isinstance(text, str) and len(text) >= min_chars:
+                out.append(doc)
+                if len(out) >= limit:
+                    break
     return out
 
 

@@ -32,6 +32,7 @@ its file and line.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -93,6 +94,15 @@ def _id_fields(value: str) -> tuple[str, str]:
 def _plots_option(help: str) -> Callable[[_F], _F]:
     """``--plots``: a folder for PNG plots (none by default)."""
     return click.option("--plots", "plots_dir", type=_DIR, default=None, help=help)
+
+
+def _make_folder(path: Path, what: str) -> None:
+    """Create the output folder ``path`` (and its parents); ``StoreError`` (74) if it
+    cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the {what} folder {path}: {exc.strerror or exc}") from exc
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -340,6 +350,10 @@ def pairs_cmd(
     from neardup.evaluation.pairs import evaluate_scores, read_pairs, read_texts, score_labelled
 
     fields = _id_fields(id_fields)
+    if threshold is not None and not math.isfinite(threshold):
+        raise ConfigError(f"--threshold must be a finite number, got {threshold}")
+    if plots_dir is not None:
+        _make_folder(plots_dir, "--plots")  # before the scoring, not after it
     names = [n.strip() for m in methods for n in m.split(",") if n.strip()]
     if not names:
         names = available_methods(include_lcs=False, include_external=False)
@@ -358,15 +372,18 @@ def pairs_cmd(
         from neardup.evaluation.plots import plot_pr_curves, plot_score_distributions
 
         label_names = [str(r.get(label_field)) for r in labelled.records]
-        paths = [
-            plot_pr_curves(scores, labelled.labels, plots_dir / "pr_curves.png"),
-            plot_score_distributions(
-                scores,
-                label_names,
-                plots_dir / "score_distributions.png",
-                thresholds={k: v["at_threshold"]["threshold"] for k, v in results.items()},
-            ),
-        ]
+        try:
+            paths = [
+                plot_pr_curves(scores, labelled.labels, plots_dir / "pr_curves.png"),
+                plot_score_distributions(
+                    scores,
+                    label_names,
+                    plots_dir / "score_distributions.png",
+                    thresholds={k: v["at_threshold"]["threshold"] for k, v in results.items()},
+                ),
+            ]
+        except OSError as exc:
+            raise StoreError(f"cannot write the plots in {plots_dir}: {exc}") from exc
         click.echo("plots: " + ", ".join(str(p) for p in paths), err=True)
     _emit({"methods": results}, as_json, _pairs_text(results, threshold))
 

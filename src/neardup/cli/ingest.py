@@ -41,6 +41,7 @@ from neardup.cli.common import (
     show_progress,
     warn,
 )
+from neardup.detect.stream.config import MAX_WINDOW_SECONDS
 from neardup.detect.stream.judging import PROFILE_CACHE_BYTES
 from neardup.errors import InputError
 from neardup.records import Article, FieldNames
@@ -48,6 +49,8 @@ from neardup.records import Article, FieldNames
 __all__ = ["ingest"]
 
 _FIELDS = FieldNames()
+#: Widest ``--window-days``: the supported dates span this many days.
+MAX_WINDOW_DAYS = MAX_WINDOW_SECONDS / 86_400.0
 
 
 def has_words(text: str) -> bool:
@@ -75,7 +78,9 @@ def has_words(text: str) -> bool:
 )
 @click.option(
     "--window-days",
-    type=click.FloatRange(min=0, min_open=True),
+    # Up to the span of the supported dates (years 1 to 9999): any window at least that
+    # wide matches every date, and a wider one cannot be held in microseconds.
+    type=click.FloatRange(min=0, min_open=True, max=MAX_WINDOW_DAYS),
     default=None,
     help="Only match stored articles dated within this many days of the new one (default:"
     " any date).",

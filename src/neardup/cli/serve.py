@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 from pathlib import Path
 
 import click
 
+from neardup.errors import ConfigError, StoreError
 from neardup.service.settings import SETTINGS_ENV, ServiceSettings
 
 __all__ = ["serve"]
@@ -113,6 +115,7 @@ def serve(
         max_body_bytes=max_body_bytes,
         log_level=log_level,
     )
+    _check_listen(host, port)
     if not preload:
         # Fail here, with the CLI's exit code and a one-line message, rather than in a worker.
         from neardup.store import open_store
@@ -147,3 +150,23 @@ def serve(
         access_log=False,
         timeout_graceful_shutdown=5,
     )
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Fail before the store is opened, with the CLI's exit codes and a one-line message,
+    when uvicorn could not listen on ``host``:``port``: ``ConfigError`` (2) for a host name
+    that does not resolve, ``StoreError`` (74) for an address that cannot be bound (in use,
+    not of this machine, a privileged port).  Binds a socket the way uvicorn does
+    (``SO_REUSEADDR``) and closes it at once."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        raise ConfigError(f"--host {host!r} is not a usable address: {reason}") from exc
+    family, kind, proto, _, address = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+    except OSError as exc:
+        raise StoreError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc

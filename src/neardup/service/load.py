@@ -13,14 +13,13 @@ nothing twice.  The data is read in place, never copied.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import gzip
 import logging
-import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from neardup.errors import InputError, NotFoundError, StoreError
+from neardup.errors import InputError, NotFoundError
 from neardup.records import Article
 
 __all__ = ["Preloaded", "find_reuters", "iter_reuters", "preload", "reuters_candidates"]
@@ -76,30 +75,31 @@ def find_reuters(path: str | None = None) -> Path:
 
 
 def iter_reuters(path: Path, limit: int) -> Iterator[Article]:
-    """The first ``limit`` articles of ``path`` whose text is not blank (BRIEF items are)."""
-    from neardup.batch.io import check_object, parse_json_line
+    """The first ``limit`` articles of ``path`` whose text is not blank (BRIEF items are).
+
+    The file is JSON Lines, plain or gzip (:func:`neardup.batch.io.read_lines`): a malformed
+    line or a damaged gzip stream is ``InputError``, a file that cannot be read
+    ``StoreError``."""
+    from neardup.batch.io import check_object, parse_json_line, read_lines
     from neardup.records import FieldNames
 
     fields = FieldNames()
     count = 0
-    try:
-        with gzip.open(path, "rb") as fh:
-            for number, line in enumerate(fh, 1):
-                if count >= limit:
-                    return
-                data = parse_json_line(line)
-                if data is None:
-                    continue
-                try:
-                    article = check_object(data, fields)
-                except InputError as exc:
-                    raise InputError(f"{path}:{number}: {exc}") from exc
-                if not article.text.strip():
-                    continue
-                count += 1
-                yield article
-    except (OSError, EOFError, zlib.error) as exc:
-        raise StoreError(f"cannot read {path}: {exc}") from exc
+    with contextlib.closing(read_lines(path)) as lines:
+        for number, line in lines:
+            if count >= limit:
+                return
+            data = parse_json_line(line)
+            if data is None:
+                continue
+            try:
+                article = check_object(data, fields)
+            except InputError as exc:
+                raise InputError(f"{path}:{number}: {exc}") from exc
+            if not article.text.strip():
+                continue
+            count += 1
+            yield article
 
 
 def _ingest(backend: object, articles: Iterable[Article], batch: int) -> int:

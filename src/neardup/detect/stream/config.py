@@ -7,9 +7,13 @@ import dataclasses
 from neardup.config import Config, check_int, check_range
 from neardup.detect.story import StoryConfig
 from neardup.errors import ConfigError
+from neardup.records import MAX_DATE, MIN_DATE
 from neardup.rule import RuleConfig
 
-__all__ = ["CandidateConfig", "StreamConfig"]
+__all__ = ["MAX_WINDOW_SECONDS", "CandidateConfig", "StreamConfig"]
+
+#: Widest ``window_seconds``: the span of the dates an article may carry.
+MAX_WINDOW_SECONDS = ((MAX_DATE - MIN_DATE).days + 1) * 86_400.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +79,10 @@ class StreamConfig(Config):
             raise ConfigError(f"rule must be a RuleConfig, got {type(self.rule).__name__}")
         check_int("similar_limit", self.similar_limit, low=0, high=10_000)
         if self.window_seconds is not None:
-            check_range("window_seconds", self.window_seconds, low=0.0, low_open=True)
+            # A window as wide as the span of every date matches them all; a wider one
+            # cannot be held in microseconds.
+            window = self.window_seconds
+            check_range("window_seconds", window, low=0.0, high=MAX_WINDOW_SECONDS, low_open=True)
         if not isinstance(self.store_text, bool):
             raise ConfigError("store_text must be a bool")
         check_int("max_text_chars", self.max_text_chars, low=1)
