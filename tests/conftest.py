@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to the real data in ../shared/data, skipped cleanly when absent."""
+"""Shared fixtures: paths to the real data in ../shared/data, skipped cleanly when absent;
+the CLI run in-process."""
 
 from __future__ import annotations
 
@@ -50,3 +51,17 @@ def read_jsonl_gz(path: Path, limit: int | None = None) -> Iterator[dict[str, An
 def reuters_docs() -> list[dict[str, Any]]:
     """The first 3,000 Reuters-21578 documents (chronological), read in place."""
     return list(read_jsonl_gz(data_path("reuters21578", "docs.jsonl.gz"), limit=3000))
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Exit code and stderr of one ``neardup`` command run in-process; never a traceback."""
+    from neardup.cli import main
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return code, err

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from conftest import run_cli
 from neardup.batch.io import parse_json_line, read_lines
-from neardup.cli import main
 from neardup.errors import InputError, NotFoundError, StoreError
 from neardup.samples import sample_corpus
 
@@ -34,16 +34,7 @@ GOOD = sample_corpus()[:6]
 BOM = b"\xef\xbb\xbf"
 
 
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    """Exit code and stderr of one command; never a traceback."""
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err, err
-    return code, err
+run = run_cli
 
 
 def corpus(path: Path, rows: list[dict[str, Any]] | None = None, prefix: bytes = b"") -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neardup.cli import main
+from conftest import run_cli
 from neardup.samples import sample_corpus
 
 Case = Callable[[Path], list[str]]
@@ -21,15 +21,7 @@ GOOD = sample_corpus()[:14]
 BAD_LINE = '{"id": "oops", "text": 5}'
 
 
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    return code, err
+run = run_cli
 
 
 def corpus(tmp: Path, bad_at: int | None = None, name: str = "in.jsonl") -> Path:
