@@ -138,6 +138,20 @@ def test_an_output_that_is_not_a_file_is_refused_and_kept(
     assert stat.S_ISFIFO(pipe.stat().st_mode)  # never removed
 
 
+@pytest.mark.parametrize("command", ["dedup", "origin", "synth"])
+def test_outputs_in_missing_folders_are_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    src = corpus(tmp_path / "in.jsonl")
+    out = tmp_path / "not" / "yet" / "out.jsonl"
+    code, err = run([command, str(src), "-o", str(out)], capsys)
+    assert code == 0, err
+    if command == "synth":  # its output is a folder of files
+        assert any(out.iterdir())
+    else:
+        assert out.is_file() and out.stat().st_size > 0
+
+
 def test_write_kept_that_is_not_a_file_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -194,7 +194,7 @@ IO_ERRORS: dict[str, Case] = {
     "ingest": lambda tmp: ["ingest", str(corpus(tmp)), "--store", str(tmp / "no" / "s.db")],
     "serve": lambda tmp: ["serve", "--store", str(tmp / "no" / "s.db")],
     "dedup": lambda tmp: ["dedup", str(corpus(tmp)), "-o", str(corpus(tmp)) + "/out.jsonl"],
-    "origin": lambda tmp: ["origin", str(corpus(tmp)), "-o", str(tmp / "no" / "o.jsonl")],
+    "origin": lambda tmp: ["origin", str(corpus(tmp)), "-o", str(corpus(tmp)) + "/o.jsonl"],
     "synth": lambda tmp: ["synth", str(corpus(tmp)), "-o", str(corpus(tmp)) + "/dir"],
 }
 

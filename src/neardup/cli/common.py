@@ -181,10 +181,12 @@ def check_output(path: str | os.PathLike[str], force: bool, *, extra: Iterable[s
 
 
 def open_output(path: str) -> IO[str]:
-    """``path`` opened for writing text (``-``: stdout); ``StoreError`` (74) when it cannot be."""
+    """``path`` opened for writing text (``-``: stdout), its missing folders made, as every
+    command's outputs are; ``StoreError`` (74) when it cannot be."""
     if path == "-":
         return sys.stdout
     try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         return open(path, "w", encoding="utf-8")  # the caller closes it
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
