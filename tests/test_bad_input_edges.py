@@ -318,6 +318,13 @@ def test_hostile_requests(
         assert error["status"] == status and error["message"]
 
 
+def test_an_integer_id_beyond_64_bits_is_refused_by_name(client: TestClient) -> None:
+    body = b'{"id": 123456789012345678901234567890, "text": "words"}'
+    response = client.post("/v1/documents", content=body)
+    assert response.status_code == 422
+    assert "64 bits" in response.json()["error"]["message"]
+
+
 def test_python_api_bounds_the_window_and_the_workers() -> None:
     from neardup.batch.engine import _make_client
     from neardup.batch.executors import MAX_LOCAL_WORKERS, LocalPool

@@ -77,6 +77,7 @@ __all__ = [
     "atomic_write_bytes",
     "check_complete",
     "check_object",
+    "holds_rounded_integer",
     "input_files",
     "input_fingerprint",
     "iter_records",
@@ -225,7 +226,7 @@ def parse_json_line(line: bytes) -> Any:
         except _FAST_ERRORS:
             pass
         else:
-            if not _holds_rounded_integer(fast):
+            if not holds_rounded_integer(fast):
                 return _null_line() if fast is None else fast
     try:
         text = line.decode("utf-8")
@@ -254,8 +255,10 @@ def parse_json_line(line: bytes) -> Any:
 _WIDE = float(1 << 63)
 
 
-def _holds_rounded_integer(value: Any) -> bool:
-    """Whether a value orjson parsed holds a float that may be a rounded integer token."""
+def holds_rounded_integer(value: Any) -> bool:
+    """Whether a value orjson parsed holds a float that may be a rounded integer token (an
+    integer beyond 64 bits, which orjson reads as a float): such a document is read again
+    with the json module, which reads integers exactly."""
     stack = [value]
     while stack:
         node = stack.pop()

@@ -7,12 +7,14 @@ Bodies are parsed here rather than by FastAPI so that a malformed body is a 400 
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel
 
+from neardup.batch.io import holds_rounded_integer
 from neardup.errors import InputError, InputTooLargeError
 from neardup.records import check_text
 from neardup.service.errors import MalformedJSON
@@ -29,8 +31,9 @@ _NOT_JSON_NUMBERS = re.compile(rb"(?<![\w\"])-?(NaN|Infinity)(?![\w\"])")
 
 def parse_json(raw: bytes) -> Any:
     """A request body -> its JSON value (orjson: strict RFC 8259, UTF-8, no NaN, no lone
-    surrogates).  :class:`MalformedJSON` (400) for anything that is not JSON or nests
-    deeper than :data:`MAX_JSON_DEPTH`; ``InputError`` for an empty body."""
+    surrogates; integers exact whatever their size).  :class:`MalformedJSON` (400) for
+    anything that is not JSON or nests deeper than :data:`MAX_JSON_DEPTH`; ``InputError``
+    for an empty body."""
     if not raw.strip():
         raise InputError("the request body is empty; send a JSON document")
     try:
@@ -42,6 +45,10 @@ def parse_json(raw: bytes) -> Any:
         raise MalformedJSON(f"the request body is not valid JSON: {exc}{hint}") from exc
     if isinstance(value, list | dict):
         _check_depth(value)
+        if holds_rounded_integer(value):
+            # orjson rounds an integer beyond 64 bits to a float; read exactly, an id that
+            # large is refused by name ("must fit in 64 bits"), not as "got float".
+            value = json.loads(raw)
     return value
 
 
