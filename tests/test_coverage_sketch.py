@@ -6,6 +6,7 @@ result-set kernel uses."""
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -26,10 +27,15 @@ from neardup.rule.coverage import (
 from neardup.shingles import token_hashes
 from neardup.sketch import Signature, sign
 from neardup.sketch.coverage import (
+    HEADER_WORDS,
+    MASK,
     MAX_WORD_COUNT,
     OVERFLOW,
+    STARTS,
     direction_counts_reference,
+    layout_code,
     layout_error,
+    occurrence_keys,
     pair_counts,
     parse,
     sketch_values,
@@ -406,3 +412,67 @@ def test_overflow_words_are_listed_without_occurrences() -> None:
     assert any(v is None for v in parts.types.values())
     per_type = sig.values[6 + len(parts.types) : 6 + 2 * len(parts.types)]
     assert (per_type == OVERFLOW).any()
+
+
+def _entries_fault_reference(values: np.ndarray) -> bool:
+    """Plain Python: whether a sketch of sound structure has a malformed entry (the rule
+    ``entries_code`` checks in one branch-free pass)."""
+    v = values.astype(np.int64).tolist()
+    t = v[4]
+    at = HEADER_WORDS + 2 * t
+    for count in v[HEADER_WORDS + t : HEADER_WORDS + 2 * t]:
+        if count == OVERFLOW:
+            continue
+        stored = (count >> 16) & 0xFF
+        entries = v[at : at + (count & 0xFFFF)]
+        at += count & 0xFFFF
+        fingerprints = [e >> 16 for e in entries]
+        if any(b <= a for a, b in pairwise(fingerprints)):
+            return True
+        if any(e & MASK == 0 or e & MASK & ~((1 << stored) - 1) for e in entries):
+            return True
+        if sum(1 for e in entries if e & STARTS) > stored:
+            return True
+    return False
+
+
+def _occurrence_keys_reference(values: np.ndarray) -> list[int]:
+    """Plain Python: ``word << 16 | fingerprint`` of every entry starting a shingle, in order."""
+    v = values.astype(np.int64).tolist()
+    t = v[4]
+    at = HEADER_WORDS + 2 * t
+    out = []
+    for word, count in zip(
+        v[HEADER_WORDS : HEADER_WORDS + t], v[HEADER_WORDS + t : at], strict=True
+    ):
+        if count == OVERFLOW:
+            continue
+        out += [word << 16 | e >> 16 for e in v[at : at + (count & 0xFFFF)] if e & STARTS]
+        at += count & 0xFFFF
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 6), st.integers(0, 3))
+def test_entry_check_and_occurrence_keys_equal_their_references(
+    seed: int, flips: int, paragraphs: int
+) -> None:
+    rng = random.Random(seed)
+    text = "\n\n".join(article(rng, paragraphs + 1))
+    values = sign_coverage(text).values.copy()
+    at = HEADER_WORDS + 2 * int(values[4])
+    if at == len(values):
+        return
+    for _ in range(flips):  # damage the entries only: the structure stays sound
+        values[rng.randrange(at, len(values))] ^= np.uint32(1 << rng.randrange(32))
+    assert layout_code(values, 0, len(values), False) == 0
+    expected = 7 if _entries_fault_reference(values) else 0
+    assert layout_code(values, 0, len(values), True) == expected
+    keys = np.zeros(len(values), dtype=np.uint64)
+    words = np.full(len(values), 7, dtype=np.uint64)  # any contents
+    marks = np.zeros(len(values), dtype=np.uint8)
+    m = occurrence_keys(values, 0, len(values), keys, words, marks)
+    assert not marks.any()  # left zero for the next row
+    assert keys[:m].tolist() == _occurrence_keys_reference(values)
+    if not expected:  # the keys result-set dedup finds candidates by, as the parser reads
+        assert set(keys[:m].tolist()) == parse(values).occurrence_keys

@@ -16,10 +16,8 @@ import numba
 import numpy as np
 
 from neardup.similarity.sets import at_least_kernel
-from neardup.sketch.coverage import HEADER_WORDS as _HEADER
-from neardup.sketch.coverage import OVERFLOW as _OVERFLOW
-from neardup.sketch.coverage import STARTS as _STARTS
 from neardup.sketch.coverage import layout_code as _layout_code
+from neardup.sketch.coverage import occurrence_keys as _occurrence_keys
 from neardup.sketch.coverage import pair_counts
 
 __all__ = ["MIN_SHARED_KEYS", "_coverage_kernel", "_dedup_kernel"]
@@ -45,13 +43,13 @@ def _count_rows(  # pragma: no cover - compiled
 ) -> int:
     """Walk a key's chain of entries from ``q``: add one to ``shared`` of each entry's row,
     listing a row in ``touched`` the first time; the new length of ``touched``."""
-    while q != -1:
-        j = row_of[q]
+    while q != -1:  # unsigned indexes from here: numba checks every signed one for < 0
+        j = np.uint64(row_of[np.uint64(q)])
         if shared[j] == 0:
-            touched[n_touched] = j
+            touched[np.uint64(n_touched)] = j
             n_touched += 1
         shared[j] += 1
-        q = chain[q]
+        q = chain[np.uint64(q)]
     return n_touched
 
 
@@ -174,45 +172,31 @@ def _coverage_kernel(  # pragma: no cover - compiled
     for r in range(n):
         longest = max(longest, offsets[r + 1] - offsets[r])
     row_keys = np.empty(longest, dtype=np.uint64)
+    words = np.empty(longest, dtype=np.uint64)
+    marks = np.zeros(longest, dtype=np.uint8)
     for i in range(n):
         lo = offsets[i]
         out[i] = i
-        t = np.int64(values[lo + 4])
-        at = lo + _HEADER + 2 * t
-        # The row's keys first, without a branch per entry, then the table.  On scraped
-        # news whether an entry starts a shingle is unpredictable: measured 15-25 % faster
-        # there than a branch per entry, 10 % slower on newswire, where the branch is
-        # predicted (benchmarks/bench_resultset.py).
-        m = np.int64(0)
-        for c in range(t):
-            count = np.int64(values[lo + _HEADER + t + c])
-            if count == _OVERFLOW:
-                continue
-            word = np.uint64(values[lo + _HEADER + c]) << np.uint64(16)
-            for e in range(at, at + (count & 0xFFFF)):
-                entry = values[e]
-                row_keys[m] = word | np.uint64(entry >> 16)
-                m += np.int64((entry & _STARTS) != 0)  # only the shingles starting at one
-            at += count & 0xFFFF
+        m = _occurrence_keys(values, lo, offsets[i + 1], row_keys, words, marks)
         if m > np.int64(values[lo + 5]):
             # At most one shingle starts at each sampled occurrence: more keys than that
             # would overrun the table, which is sized by the occurrences.
             return i, np.zeros((0, 6), dtype=np.int64)
         n_touched = 0
-        for x in range(m):
+        for x in range(np.uint64(m)):  # unsigned indexes, as in _count_rows
             v = row_keys[x]
             slot = (v * _FIB) >> shift
             while heads[slot] != -1 and keys[slot] != v:
                 slot = (slot + one) & mask
             q = heads[slot]
-            if q != -1 and row_of[q] == i:
+            if q != -1 and row_of[np.uint64(q)] == i:
                 continue  # this row holds the key already
             keys[slot] = v
             heads[slot] = entries
-            chain[entries] = q
-            row_of[entries] = i
+            chain[np.uint64(entries)] = q
+            row_of[np.uint64(entries)] = i
             entries += 1
-            n_keys[i] += 1
+            n_keys[np.uint64(i)] += 1
             # every earlier row holding the key (once each)
             n_touched = _count_rows(q, chain, row_of, shared, touched, n_touched)
         if n_touched == 0:

@@ -85,6 +85,7 @@ __all__ = [
     "direction_counts_reference",
     "layout_code",
     "layout_error",
+    "occurrence_keys",
     "pair_counts",
     "parse",
     "sketch_values",
@@ -294,6 +295,63 @@ def layout_code(values: Any, lo: Any, hi: Any, entries: bool) -> Any:  # pragma:
     return 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def occurrence_keys(  # pragma: no cover - compiled
+    values: Any, lo: Any, hi: Any, keys: Any, words: Any, marks: Any
+) -> Any:
+    """Write the occurrence keys of ``values[lo:hi]`` to ``keys`` in entry order and return
+    how many: ``word key << 16 | fingerprint`` of each entry whose shingle starts at one of
+    the word's occurrences (:attr:`SketchParts.occurrence_keys`, as a list).
+
+    The structure must be sound (``layout_code`` without entries is 0): reads and writes
+    then stay within the sketch, ``keys``, ``words`` (both at least as long as the sketch)
+    and ``marks`` (``uint8``, as long, all zero; left so).  The entries need not be: a
+    sketch of well-formed entries has at most one key per sampled occurrence (``values[lo +
+    5]``), and a caller relying on that checks the count.
+
+    One pass over the types marks where each listed type's entries begin and keeps its
+    word; one pass over the entries, without a branch, writes every entry's key and
+    advances past those that start no shingle.  A loop per type runs a few entries and
+    mispredicts its exit: this runs three times faster (benchmarks/bench_resultset.py).
+    Unsigned indexes spare numba's negative-index check of every signed one.
+    """
+    one = np.uint64(1)
+    base = np.uint64(lo) + np.uint64(HEADER_WORDS)
+    t = np.uint64(values[np.uint64(lo) + np.uint64(4)])
+    at = base + np.uint64(2) * t  # the first entry
+    listed = np.uint64(0)
+    begin = np.uint64(0)
+    for type_ in range(t):
+        c = np.uint64(type_)
+        count = np.uint64(values[base + t + c])
+        if count == OVERFLOW:
+            continue  # listed without entries
+        words[listed] = np.uint64(values[base + c]) << np.uint64(16)
+        marks[begin] = 1
+        begin += count & np.uint64(0xFFFF)
+        listed += one
+    if listed == 0:
+        return np.int64(0)
+    marks[np.uint64(0)] = 0
+    k = np.uint64(0)
+    m = np.uint64(0)
+    for entry_ in range(np.uint64(hi) - at):
+        e = np.uint64(entry_)
+        k += np.uint64(marks[e])
+        marks[e] = 0
+        entry = np.uint64(values[at + e])
+        keys[m] = words[k] | (entry >> np.uint64(16))
+        m += np.uint64((entry & np.uint64(STARTS)) != 0)
+    return np.int64(m)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _at(values: Any, i: Any) -> Any:  # pragma: no cover - compiled
+    """``values[i]`` for an index known to be in range and not negative: an unsigned index
+    spares numba's negative-index check."""
+    return values[np.uint64(i)]
+
+
 @njit(cache=True, nogil=True)
 def pair_counts(  # pragma: no cover - compiled
     values: Any,
@@ -319,12 +377,12 @@ def pair_counts(  # pragma: no cover - compiled
     exact merge stops as soon as ``found_a >= need_a`` or ``found_b >= need_b`` has become
     impossible and returns ``found_a = found_b = -1`` (seed 000's early termination).
     """
-    a_open = ((values[a] >> 8) & COMPLETE) == 0  # a bound applies to A's word keys
-    b_open = ((values[b] >> 8) & COMPLETE) == 0
-    a_bound = np.int64(values[a + 3])
-    b_bound = np.int64(values[b + 3])
-    ta = np.int64(values[a + 4])
-    tb = np.int64(values[b + 4])
+    a_open = ((_at(values, a) >> 8) & COMPLETE) == 0  # a bound applies to A's word keys
+    b_open = ((_at(values, b) >> 8) & COMPLETE) == 0
+    a_bound = np.int64(_at(values, a + 3))
+    b_bound = np.int64(_at(values, b + 3))
+    ta = np.int64(_at(values, a + 4))
+    tb = np.int64(_at(values, b + 4))
     keys_a = a + HEADER_WORDS
     keys_b = b + HEADER_WORDS
     at_a = keys_a + 2 * ta  # the entries of the current type
@@ -334,10 +392,10 @@ def pair_counts(  # pragma: no cover - compiled
     found_a = eligible_a = found_b = eligible_b = i = j = np.int64(0)
     lost_a = lost_b = np.int64(0)  # eligible tokens of shared words found not to be found
     while i < ta or j < tb:
-        ka = np.int64(values[keys_a + i]) if i < ta else _PAST
-        kb = np.int64(values[keys_b + j]) if j < tb else _PAST
-        ca = np.int64(values[keys_a + ta + i]) if i < ta else np.int64(OVERFLOW)
-        cb = np.int64(values[keys_b + tb + j]) if j < tb else np.int64(OVERFLOW)
+        ka = np.int64(_at(values, keys_a + i)) if i < ta else _PAST
+        kb = np.int64(_at(values, keys_b + j)) if j < tb else _PAST
+        ca = np.int64(_at(values, keys_a + ta + i)) if i < ta else np.int64(OVERFLOW)
+        cb = np.int64(_at(values, keys_b + tb + j)) if j < tb else np.int64(OVERFLOW)
         if ka < kb:  # a word of A that B does not hold
             if b_open and ka >= b_bound:
                 i = ta  # the rest of A is beyond what B sampled
@@ -390,8 +448,8 @@ def _merge_marks(values: Any, a: Any, na: Any, b: Any, nb: Any) -> Any:  # pragm
     p = np.int64(0)
     q = np.int64(0)
     while p < na and q < nb:
-        x = np.int64(values[a + p])
-        y = np.int64(values[b + q])
+        x = np.int64(_at(values, a + p))
+        y = np.int64(_at(values, b + q))
         fx = x >> 16
         fy = y >> 16
         if fx < fy:
