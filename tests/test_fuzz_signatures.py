@@ -540,3 +540,35 @@ def test_index_file_with_a_count_that_is_not_a_number_is_refused(tmp_path: Path,
     _rewrite(path, magic, **{"documents" if kind == "lsh" else "rows": "abc"})
     with pytest.raises(StoreError):  # was a ValueError from int()
         (LSHIndex if kind == "lsh" else HammingIndex).load(path)
+
+
+def _hamming_file(tmp_path: Path, n: int = 300) -> tuple[Path, HammingIndex]:
+    rng = np.random.default_rng(5)
+    fps = rng.integers(0, 2**63, size=n, dtype=np.uint64)
+    fps[1::7] = fps[0::7][: fps[1::7].shape[0]] ^ np.uint64(0b101)  # some near neighbours
+    index = HammingIndex(max_distance=3)
+    index.add_many([f"k{i}" for i in range(n)], fps)
+    path = tmp_path / "hamming"
+    index.save(path)
+    return path, index
+
+
+@pytest.mark.parametrize("edit", ["key", "row", "order"])
+def test_hamming_file_whose_tables_do_not_index_its_fingerprints_is_refused(
+    tmp_path: Path, edit: str
+) -> None:
+    path, index = _hamming_file(tmp_path)
+    probe = np.array([int(index.get(f"k{i}")) for i in range(0, 300, 7)], dtype=np.uint64)
+    assert HammingIndex.load(path).query_many(probe) == index.query_many(probe)
+    _, arrays = read_index_file(path, b"NDHAMIDX")
+    keys, rows = arrays["table_keys"].copy(), arrays["table_rows"].copy()
+    if edit == "key":  # a key that is no row's fingerprint: a query would trust it
+        keys[1, 100] ^= np.uint64(1)
+    elif edit == "row":  # one row listed twice, another never
+        rows[0, 10] = rows[0, 11]
+    else:  # two rows swapped along with their keys: every key is right, the order is not
+        keys[2, [0, -1]] = keys[2, [-1, 0]]
+        rows[2, [0, -1]] = rows[2, [-1, 0]]
+    _rewrite(path, b"NDHAMIDX", table_keys=keys, table_rows=rows)
+    with pytest.raises(StoreError, match="damaged Hamming index"):
+        HammingIndex.load(path)

@@ -61,6 +61,14 @@ from neardup.sketch.base import Signature
 __all__ = ["HammingIndex", "HammingIndexConfig", "positions_within"]
 
 U64 = npt.NDArray[np.uint64]
+U32 = npt.NDArray[np.uint32]
+
+
+class _DamagedTables(StoreError):
+    """A file's tables do not index its fingerprints (:meth:`HammingIndex.load` names the
+    file)."""
+
+
 _MAGIC = b"NDHAMIDX"
 _U64_MAX = (1 << 64) - 1
 
@@ -231,6 +239,25 @@ class HammingIndex(RowIndex):
             keys[t] = _rotl(fps, start)
         return keys
 
+    def _restore_tables(self, keys: U64, rows: U32) -> None:
+        """Fill the tables from a file's arrays, refusing tables that do not index the file's
+        fingerprints (``StoreError``): each table lists every row once, under its fingerprint
+        rotated into the table's frame, in the order of the table's prefix.  A query trusts
+        the tables (it reads distances off their keys), so a damaged or edited file would
+        otherwise answer wrongly without a word; the checks are linear, the sort they spare
+        is not."""
+        n = self._nrows
+        widths = self._tables.widths
+        for t, start in enumerate(self._starts):
+            if np.bincount(rows[t].astype(np.int64), minlength=n).max(initial=1) != 1:
+                raise _DamagedTables(f"table {t} does not list every row once")
+            if not np.array_equal(keys[t], _rotl(self._values[:n][rows[t]], start)):
+                raise _DamagedTables(f"table {t} disagrees with the fingerprints")
+            prefix = keys[t] >> np.uint64(64 - widths[t]) if widths[t] < 64 else keys[t]
+            if n > 1 and bool((prefix[1:] < prefix[:-1]).any()):
+                raise _DamagedTables(f"table {t} is not in order")
+        super()._restore_tables(keys, rows)
+
     # -- add / remove ----------------------------------------------------------------------
 
     def _same(self, previous: Any, value: Any) -> bool:
@@ -389,5 +416,8 @@ class HammingIndex(RowIndex):
             stored = cls._stored(arrays)
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise StoreError(f"{path}: malformed Hamming index metadata: {exc}") from exc
-        index._restore(path, meta, arrays, n, stored)
+        try:
+            index._restore(path, meta, arrays, n, stored)
+        except _DamagedTables as exc:
+            raise StoreError(f"{path}: damaged Hamming index: {exc}") from None
         return index
