@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.errors import ConflictError, InputError, NotFoundError
-from neardup.index.passages import PassageIndex
+from neardup.index.passages import MAX_SEGMENTS, PassageIndex
 from neardup.sketch.winnowing import winnow, winnowing_positions
 
 
@@ -121,6 +121,26 @@ def test_large_segments_equal_the_oracle() -> None:
         keys, counts = index.query(np.array(sorted(values), dtype=np.uint64), exclude=exclude)
         want_keys, want_counts = oracle(held, values, 300, exclude)
         assert keys.tolist() == want_keys and counts.tolist() == want_counts
+
+
+def test_segments_stay_few_and_queries_exact() -> None:
+    # Many small flushes: merging alone would keep more than MAX_SEGMENTS segments (one
+    # compiled query per count), the cap merges the newest instead; answers stay the oracle's.
+    rng = np.random.default_rng(4)
+    index = PassageIndex(max_postings=1000, buffer_size=3)
+    held: dict[int, set[int]] = {}
+    most = 0
+    for key in range(3000):
+        values = set(rng.integers(0, 4000, size=int(rng.integers(1, 4))).tolist())
+        index.add(key, np.array(sorted(values), dtype=np.uint64))
+        held[key] = values
+        most = max(most, len(index._segments))
+        if key % 97 == 0:
+            probe = set(rng.integers(0, 4000, size=20).tolist())
+            keys, counts = index.query(np.array(sorted(probe), dtype=np.uint64))
+            want_keys, want_counts = oracle(held, probe, 1000, None)
+            assert keys.tolist() == want_keys and counts.tolist() == want_counts
+    assert most == MAX_SEGMENTS
 
 
 def test_bad_keys_and_state() -> None:
