@@ -251,8 +251,8 @@ def layout_code(values: Any, lo: Any, hi: Any, entries: bool) -> Any:  # pragma:
     if hi - lo < HEADER_WORDS + 2 * t:
         return 3
     keys = lo + HEADER_WORDS
-    for i in range(1, t):
-        if values[keys + i] <= values[keys + i - 1]:
+    for i in range(1, t):  # unsigned reads (_at): they are within the sketch from here on
+        if _at(values, keys + i) <= _at(values, keys + i - 1):
             return 4
     # A sampled sketch lists only keys below its bound: a comparison stops at the bound.
     if (head >> 8) & COMPLETE == 0 and t > 0 and values[keys + t - 1] >= values[lo + 3]:
@@ -260,7 +260,7 @@ def layout_code(values: Any, lo: Any, hi: Any, entries: bool) -> Any:  # pragma:
     listed = np.int64(0)
     occurrences = np.int64(0)
     for i in range(t):
-        c = np.int64(values[keys + t + i])
+        c = np.int64(_at(values, keys + t + i))
         if c == OVERFLOW:
             continue
         stored = (c >> 16) & 0xFF
@@ -276,7 +276,7 @@ def layout_code(values: Any, lo: Any, hi: Any, entries: bool) -> Any:  # pragma:
         return 0
     at = keys + 2 * t
     for i in range(t):
-        c = np.int64(values[keys + t + i])
+        c = np.int64(_at(values, keys + t + i))
         if c == OVERFLOW:
             continue
         stored = (c >> 16) & 0xFF
@@ -284,7 +284,7 @@ def layout_code(values: Any, lo: Any, hi: Any, entries: bool) -> Any:  # pragma:
         previous = np.int64(-1)
         starts = np.int64(0)  # one shingle starts at each occurrence
         for e in range(c & 0xFFFF):
-            v = np.int64(values[at + e])
+            v = np.int64(_at(values, at + e))
             if (v >> 16) <= previous or v & MASK == 0 or v & MASK & ~full:
                 return 7
             previous = v >> 16
