@@ -43,7 +43,7 @@ I64 = npt.NDArray[np.int64]
 
 #: The most sorted segments the index keeps.  The query kernel takes the segments as tuples,
 #: so each number of segments is a compiled specialisation of its own, compiled on first use
-#: (1.2-1.5 CPU s each beyond the first on a cold cache, measured) and then cached on disk;
+#: (0.6-0.9 CPU s each beyond the first on a cold cache, measured) and then cached on disk;
 #: log-structured merging alone reaches 10 segments at 30 M postings.  Merging the two
 #: newest while there are more costs little: 14.5 moves of a posting instead of 13.3 over
 #: 30 M postings in buffers of 2,048 (a simulation of the merge policy), and a query reads
@@ -225,8 +225,14 @@ def _bucket_ranges(
 
 
 @numba.njit(cache=True, nogil=True)
+def _distinct(fingerprints: Any) -> Any:  # pragma: no cover - numba
+    """The distinct values of ``fingerprints``, ascending."""
+    return np.unique(fingerprints)
+
+
+@numba.njit(cache=True, nogil=True)
 def _query(
-    fingerprints: Any,
+    q: Any,
     seg_fps: Any,
     seg_starts: Any,
     seg_shifts: Any,
@@ -236,11 +242,15 @@ def _query(
     nbuf: int,
     alive: Any,
     max_postings: int,
-) -> tuple[Any, Any]:  # pragma: no cover - numba
-    """Rows sharing a query value (values held by more than ``max_postings`` live rows
-    skipped), ascending, with the number of distinct query values each shares: the
-    segments' ranges, the buffer's scan and the count of each row, in one call."""
-    q = np.unique(fingerprints)
+) -> Any:  # pragma: no cover - numba
+    """The live rows holding a value of ``q`` (distinct, ascending), once per value they
+    hold, in no order (values held by more than ``max_postings`` live rows skipped): the
+    segments' ranges, the buffer's scan and the count of each value, in one call.
+
+    The segments come as tuples, so each number of segments is a specialisation of its
+    own, compiled on first use: this kernel keeps to loops (no numpy sorting, no array
+    assignment whose shape check formats an error message), which compile in a fraction
+    of the time; :func:`_distinct` and :func:`_tally` do the sorting, compiled once."""
     nq = q.shape[0]
     nseg = len(seg_fps)
     los = np.empty((nseg, nq), dtype=np.int64)
@@ -248,14 +258,16 @@ def _query(
     counts = np.zeros(nq, dtype=np.int64)
     for s in range(nseg):
         lo, hi = _bucket_ranges(seg_fps[s], seg_starts[s], seg_shifts[s], q)
-        los[s] = lo
-        his[s] = hi
+        for i in range(nq):
+            los[s, i] = lo[i]
+            his[s, i] = hi[i]
         _live_counts(seg_rows[s], lo, hi, alive, counts)
     bits = _bitmap(q)
     _scan_counts(buf_fps, buf_rows, nbuf, q, bits, alive, counts)
-    keep = (counts > 0) & (counts <= max_postings)
+    keep = np.empty(nq, dtype=np.bool_)
     total = 0
     for i in range(nq):
+        keep[i] = counts[i] > 0 and counts[i] <= max_postings
         if keep[i]:
             total += counts[i]
     out = np.empty(total, dtype=np.int64)
@@ -263,18 +275,25 @@ def _query(
     for s in range(nseg):
         at = _gather(seg_rows[s], los[s], his[s], keep, alive, out, at)
     at = _scan_gather(buf_fps, buf_rows, nbuf, q, bits, keep, alive, out, at)
-    found = np.sort(out[:at])
-    rows = np.empty(at, dtype=np.int64)
+    return out[:at]
+
+
+@numba.njit(cache=True, nogil=True)
+def _tally(rows: Any) -> tuple[Any, Any]:  # pragma: no cover - numba
+    """The distinct values of ``rows`` ascending, with how many times each occurs."""
+    found = np.sort(rows)
+    at = found.shape[0]
+    distinct = np.empty(at, dtype=np.int64)
     shared = np.empty(at, dtype=np.int64)
     n = 0
     for i in range(at):
-        if n and rows[n - 1] == found[i]:
+        if n and distinct[n - 1] == found[i]:
             shared[n - 1] += 1
         else:
-            rows[n] = found[i]
+            distinct[n] = found[i]
             shared[n] = 1
             n += 1
-    return rows[:n], shared[:n]
+    return distinct[:n], shared[:n]
 
 
 class _Segment:
@@ -406,14 +425,16 @@ class PassageIndex:
         empty = np.zeros(0, dtype=np.int64)
         if not q.size or not self._row_of:
             return empty, empty
-        found, shared = _query(
-            q,
-            *self._typed_segments(),
-            self._buf_fps,
-            self._buf_rows,
-            self._buffered,
-            self._alive,
-            self.max_postings,
+        found, shared = _tally(
+            _query(
+                _distinct(q),
+                *self._typed_segments(),
+                self._buf_fps,
+                self._buf_rows,
+                self._buffered,
+                self._alive,
+                self.max_postings,
+            )
         )
         keys = self._keys[found]
         if exclude is not None:
