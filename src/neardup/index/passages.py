@@ -32,6 +32,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from neardup._kernels import sorted_distinct
 from neardup.config import check_int
 from neardup.errors import ConflictError, InputError, NotFoundError
 
@@ -225,12 +226,6 @@ def _bucket_ranges(
 
 
 @numba.njit(cache=True, nogil=True)
-def _distinct(fingerprints: Any) -> Any:  # pragma: no cover - numba
-    """The distinct values of ``fingerprints``, ascending."""
-    return np.unique(fingerprints)
-
-
-@numba.njit(cache=True, nogil=True)
 def _query(
     q: Any,
     seg_fps: Any,
@@ -250,7 +245,7 @@ def _query(
     The segments come as tuples, so each number of segments is a specialisation of its
     own, compiled on first use: this kernel keeps to loops (no numpy sorting, no array
     assignment whose shape check formats an error message), which compile in a fraction
-    of the time; :func:`_distinct` and :func:`_tally` do the sorting, compiled once."""
+    of the time; ``sorted_distinct`` and :func:`_tally` do the sorting, compiled once."""
     nq = q.shape[0]
     nseg = len(seg_fps)
     los = np.empty((nseg, nq), dtype=np.int64)
@@ -427,7 +422,7 @@ class PassageIndex:
             return empty, empty
         found, shared = _tally(
             _query(
-                _distinct(q),
+                sorted_distinct(q),
                 *self._typed_segments(),
                 self._buf_fps,
                 self._buf_rows,
