@@ -14,9 +14,9 @@ candidate is reported by the stream's candidate-recall measurement).
 
 Layout: postings (fingerprint, row) in a small append buffer plus sorted immutable segments
 merged log-structured (at most :data:`MAX_SEGMENTS` segments; a posting is moved about 14
-times by 30 M postings).  Each segment
-has a directory by the fingerprints' top bits (a bucket of about 16 postings per entry), so a
-query reads, per fingerprint and segment, one directory entry and one bucket (compiled).
+times by 30 M postings).  Each segment has a directory by the fingerprints' top bits (a
+bucket of about 16 postings per entry), so a query reads, per fingerprint and segment, one
+directory entry and one bucket (compiled).
 Removal marks the row dead; merges drop dead postings.  Memory: 12.5 bytes per posting plus
 17 bytes per key.
 
@@ -50,34 +50,6 @@ I64 = npt.NDArray[np.int64]
 #: 30 M postings in buffers of 2,048 (a simulation of the merge policy), and a query reads
 #: fewer segments.
 MAX_SEGMENTS = 6
-
-
-@numba.njit(cache=True, nogil=True)
-def _ranges(fps: Any, queries: Any) -> tuple[Any, Any]:  # pragma: no cover - numba
-    """``[lo, hi)`` of each query value in the sorted array ``fps``."""
-    n = fps.shape[0]
-    lo = np.empty(queries.shape[0], dtype=np.int64)
-    hi = np.empty(queries.shape[0], dtype=np.int64)
-    for i in range(queries.shape[0]):
-        v = queries[i]
-        a, b = 0, n
-        while a < b:
-            mid = (a + b) >> 1
-            if fps[mid] < v:
-                a = mid + 1
-            else:
-                b = mid
-        c = a
-        b = n
-        while c < b:
-            mid = (c + b) >> 1
-            if fps[mid] <= v:
-                c = mid + 1
-            else:
-                b = mid
-        lo[i] = a
-        hi[i] = c
-    return lo, hi
 
 
 @numba.njit(cache=True, nogil=True)
