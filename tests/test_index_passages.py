@@ -124,8 +124,12 @@ def test_large_segments_equal_the_oracle() -> None:
 
 
 def test_segments_stay_few_and_queries_exact() -> None:
-    # Many small flushes: merging alone would keep more than MAX_SEGMENTS segments (one
-    # compiled query per count), the cap merges the newest instead; answers stay the oracle's.
+    # Many small flushes: merging alone would keep more than MAX_SEGMENTS segments, the cap
+    # merges the newest instead; answers stay the oracle's at every count of segments, and
+    # the query kernel is one compiled specialisation whatever the count (a new machine
+    # compiles it once).
+    from neardup.index.passages import _query
+
     rng = np.random.default_rng(4)
     index = PassageIndex(max_postings=1000, buffer_size=3)
     held: dict[int, set[int]] = {}
@@ -141,6 +145,8 @@ def test_segments_stay_few_and_queries_exact() -> None:
             want_keys, want_counts = oracle(held, probe, 1000, None)
             assert keys.tolist() == want_keys and counts.tolist() == want_counts
     assert most == MAX_SEGMENTS
+    if hasattr(_query, "signatures"):  # compiled (not under NUMBA_DISABLE_JIT)
+        assert len(_query.signatures) == 1
 
 
 def test_bad_keys_and_state() -> None:

@@ -42,9 +42,9 @@ U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
 
-#: The most sorted segments the index keeps.  The query kernel takes the segments as tuples,
-#: so each number of segments is a compiled specialisation of its own, compiled on first use
-#: (0.6-0.9 CPU s each beyond the first on a cold cache, measured) and then cached on disk;
+#: The most sorted segments the index keeps.  The query kernel always takes this many (the
+#: unused ones empty), so it is one compiled specialisation, compiled once on a new machine
+#: (a tuple of each length was one of its own: 0.7-1.2 CPU s each on a cold cache, measured);
 #: log-structured merging alone reaches 10 segments at 30 M postings.  Merging the two
 #: newest while there are more costs little: 14.5 moves of a posting instead of 13.3 over
 #: 30 M postings in buffers of 2,048 (a simulation of the merge policy), and a query reads
@@ -214,16 +214,18 @@ def _query(
     hold, in no order (values held by more than ``max_postings`` live rows skipped): the
     segments' ranges, the buffer's scan and the count of each value, in one call.
 
-    The segments come as tuples, so each number of segments is a specialisation of its
-    own, compiled on first use: this kernel keeps to loops (no numpy sorting, no array
-    assignment whose shape check formats an error message), which compile in a fraction
-    of the time; ``sorted_distinct`` and :func:`_tally` do the sorting, compiled once."""
+    The segments come as tuples of :data:`MAX_SEGMENTS` (the unused ones empty and
+    skipped), so the kernel is compiled once; it keeps to loops, and ``sorted_distinct``
+    and :func:`_tally` do the sorting (on uint64, the one sort every kernel of the stream
+    shares)."""
     nq = q.shape[0]
     nseg = len(seg_fps)
-    los = np.empty((nseg, nq), dtype=np.int64)
-    his = np.empty((nseg, nq), dtype=np.int64)
+    los = np.zeros((nseg, nq), dtype=np.int64)
+    his = np.zeros((nseg, nq), dtype=np.int64)
     counts = np.zeros(nq, dtype=np.int64)
     for s in range(nseg):
+        if seg_fps[s].shape[0] == 0:
+            continue  # an unused segment: its ranges stay empty
         lo, hi = _bucket_ranges(seg_fps[s], seg_starts[s], seg_shifts[s], q)
         for i in range(nq):
             los[s, i] = lo[i]
@@ -237,7 +239,7 @@ def _query(
         keep[i] = counts[i] > 0 and counts[i] <= max_postings
         if keep[i]:
             total += counts[i]
-    out = np.empty(total, dtype=np.int64)
+    out = np.empty(total, dtype=np.uint64)
     at = 0
     for s in range(nseg):
         at = _gather(seg_rows[s], los[s], his[s], keep, alive, out, at)
@@ -247,17 +249,18 @@ def _query(
 
 @numba.njit(cache=True, nogil=True)
 def _tally(rows: Any) -> tuple[Any, Any]:  # pragma: no cover - numba
-    """The distinct values of ``rows`` ascending, with how many times each occurs."""
+    """The distinct values of the uint64 ``rows`` ascending (as int64), with how many times
+    each occurs."""
     found = np.sort(rows)
     at = found.shape[0]
     distinct = np.empty(at, dtype=np.int64)
     shared = np.empty(at, dtype=np.int64)
     n = 0
     for i in range(at):
-        if n and distinct[n - 1] == found[i]:
+        if n and distinct[n - 1] == np.int64(found[i]):
             shared[n - 1] += 1
         else:
-            distinct[n] = found[i]
+            distinct[n] = np.int64(found[i])
             shared[n] = 1
             n += 1
     return distinct[:n], shared[:n]
@@ -272,6 +275,9 @@ class _Segment:
         self.fps = np.ascontiguousarray(fps)
         self.rows = np.ascontiguousarray(rows)
         self.starts, self.shift = _directory(self.fps)
+
+
+_EMPTY = _Segment(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint32))
 
 
 class PassageIndex:
@@ -454,13 +460,11 @@ class PassageIndex:
         self.__dict__.update(fresh.__dict__)
 
     def _typed_segments(self) -> tuple[Any, Any, Any, Any]:
-        """The segments' fingerprints, directories (starts and shifts) and rows as tuples
-        (what :func:`_query` reads: one compiled specialisation per number of segments,
-        cached on disk), remade after each flush; one empty segment when there is none."""
+        """The segments' fingerprints, directories (starts and shifts) and rows as tuples of
+        :data:`MAX_SEGMENTS`, the unused ones empty (what :func:`_query` reads), remade after
+        each flush."""
         if self._typed is None:
-            segments = self._segments or [
-                _Segment(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint32))
-            ]
+            segments = self._segments + [_EMPTY] * (MAX_SEGMENTS - len(self._segments))
             self._typed = (
                 tuple(seg.fps for seg in segments),
                 tuple(seg.starts for seg in segments),
