@@ -199,6 +199,18 @@ def test_warm_up_runs_the_hot_paths_on_scratch_data(
     assert client.get("/healthz").json()["documents"] == 0
 
 
+def test_warm_up_beside_runs_in_a_process_of_its_own(client: TestClient) -> None:
+    # What `neardup serve --preload` starts beside its preload: the same warm-up, exit 0,
+    # and nothing of it in the service's store.
+    from neardup.service.warmup import start_warm_up_beside
+
+    helper = start_warm_up_beside()
+    if helper is None:
+        pytest.skip("one core: the warm-up is not started beside the caller")
+    assert helper.wait(timeout=600) == 0
+    assert client.get("/healthz").json()["documents"] == 0
+
+
 def test_events_and_event_report_match_the_python_api(
     client: TestClient, reuters_docs: list[dict[str, Any]], tmp_path: Path
 ) -> None:

@@ -92,6 +92,7 @@ def serve(
 
     from neardup.service.backend import open_backend
     from neardup.service.load import preload as run_preload
+    from neardup.service.warmup import start_warm_up_beside
 
     if token_file is not None:
         if token is not None:
@@ -127,12 +128,21 @@ def serve(
             from neardup.service.load import find_reuters
 
             find_reuters(preload_path)
-        # Once, before the workers start (each worker would otherwise preload the same sample).
+        # Once, before the workers start (each worker would otherwise preload the same sample),
+        # with the workers' warm-up beside it: on a new machine both compile, on two cores.
+        helper = start_warm_up_beside()
         backend = open_backend(settings)
         try:
             loaded = run_preload(backend, preload, preload_path)
+        except BaseException:
+            if helper is not None:
+                helper.kill()
+                helper.wait()
+            raise
         finally:
             backend.close()
+        if helper is not None:
+            helper.wait()
         click.echo(f"neardup serve: {loaded.describe()}, into {store}", err=True)
     worker_settings = dataclasses.replace(settings, preload=0)
     os.environ[SETTINGS_ENV] = worker_settings.to_env()

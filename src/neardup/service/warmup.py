@@ -1,27 +1,29 @@
 """Warm a worker process up before it serves: imports and JIT compilation off the request path.
 
-A fresh worker pays, on its first ingest, for imports done lazily and for numba compiling what
-its on-disk cache cannot hold (the typed lists through which the indexes probe their sorted
-segments are compiled in every process: ~1-2 s of CPU measured on the 2-core benchmark
-machine).  In the service that cost landed on the first requests: the first 1,000 articles
-ingested over HTTP cost 1.1 ms of server CPU each against 0.3 ms in steady state
-(``docs/service.md``, *Performance*).  :func:`warm_up` runs the same code paths once, on
-scratch objects, while the worker starts.
+A fresh worker pays, on its first requests, for imports done lazily and for loading its
+compiled kernels (numba), or compiling them when the on-disk cache does not hold them yet.
+In the service that cost landed on the first requests: the first 1,000 articles ingested over
+HTTP cost 1.1 ms of server CPU each against 0.3 ms in steady state (``docs/service.md``,
+*Performance*).  :func:`warm_up` runs the service's own code paths once (ingest, similar
+news, events, result-set dedup, the judgement with its explanation), on scratch objects,
+while the worker starts; nothing the service does not run (the batch engine's and the
+Python API's other indexes), which on a new machine would only add to the compiling.
 
-Guarantees: touches nothing the service serves from (a throw-away ``:memory:`` store and
-indexes of its own); deterministic synthetic texts; bounded (a few hundred milliseconds of
-CPU once the numba cache is warm).  Any failure is logged and ignored: warming is a speed-up,
-never a condition for serving.
+Guarantees: touches nothing the service serves from (a throw-away ``:memory:`` store);
+deterministic synthetic texts; bounded (about two seconds of CPU once the numba cache is
+warm).  Any failure is logged and ignored: warming is a speed-up, never a condition for
+serving.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import time
 
-import numpy as np
-
-__all__ = ["warm_up"]
+__all__ = ["start_warm_up_beside", "warm_up"]
 
 log = logging.getLogger("neardup.service")
 
@@ -46,31 +48,23 @@ def _texts(count: int) -> list[str]:
     return out
 
 
-def _warm_indexes() -> None:
-    # One row per segment (buffer of 1): every add makes a segment, so queries run both the
-    # single-segment path and the typed-list path over several segments, as a large index does.
-    from neardup.index import HammingIndex, LSHIndex
+def _warm_result_sets(texts: list[str]) -> None:
+    # Result-set dedup (both signatures) and the judgement with its explanation: the kernels
+    # ingest does not run, first, so a warm-up beside a preload compiles them meanwhile.
+    from neardup.detect.resultset import dedup_result_set
+    from neardup.rule import judge
     from neardup.sketch import sign
 
-    hamming = HammingIndex(max_distance=7, buffer_size=1)
-    lsh = LSHIndex(num_perm=32, threshold=0.2, buffer_size=1)
-    rng = np.random.default_rng(0)
-    fingerprints = rng.integers(0, np.iinfo(np.int64).max, size=4, dtype=np.int64)
-    for key, text in enumerate(_texts(4)):
-        hamming.add(key, int(fingerprints[key]))
-        hamming.query(int(fingerprints[0]), 7)
-        lsh.add(key, sign(text, "minhash", num_perm=32))
-        lsh.query(sign(text, "minhash", num_perm=32))
+    dedup_result_set([sign(t, "sentences") for t in texts], 0.5)
+    dedup_result_set([sign(t) for t in texts])  # the default: the rule's coverage sketch
+    judge(texts[0], texts[1], explain=True)
 
 
-def _warm_stream() -> None:
+def _warm_stream(texts: list[str]) -> None:
     from neardup.api import NewsIndex
-    from neardup.detect.resultset import dedup_result_set
     from neardup.records import Article
     from neardup.service.backend import plain
-    from neardup.sketch import sign
 
-    texts = _texts(6)
     with NewsIndex(store=":memory:", checkpoint=None) as scratch:
         articles = [
             Article.from_mapping({"id": f"w{i}", "text": t, "date": f"1987-02-26T1{i}:00:00Z"})
@@ -80,27 +74,52 @@ def _warm_stream() -> None:
         plain(scratch.ingest_many(articles[3:]))
         plain(scratch.similar("w0", 10))
         plain(scratch.events())
-    dedup_result_set([sign(t, "sentences") for t in texts], 0.5)
-    dedup_result_set([sign(t) for t in texts])  # the default: the rule's coverage sketch
-    _warm_rule(texts)
-
-
-def _warm_rule(texts: list[str]) -> None:
-    # The compiled pair features of the judgement (loaded from numba's cache on first use).
-    from neardup.rule import judge
-
-    judge(texts[0], texts[1], explain=True)
 
 
 def warm_up() -> float:
     """Run the service's hot paths once on scratch data; returns the seconds it took."""
     start = time.perf_counter()
     try:
-        _warm_indexes()
-        _warm_stream()
+        texts = _texts(6)
+        _warm_result_sets(texts)
+        _warm_stream(texts)
     except Exception as exc:
         # A failed warm-up must never stop the service: it only loses the speed-up.
         log.warning("warm-up skipped: %s: %s", type(exc).__name__, exc)
     took = time.perf_counter() - start
     log.info("warm-up took %.2f s", took)
     return took
+
+
+def _cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+
+
+def start_warm_up_beside() -> subprocess.Popen[bytes] | None:
+    """Start :func:`warm_up` in a process of its own, to run beside work of the caller's.
+
+    On a new machine most of a first start is numba compiling kernels (tens of seconds);
+    what this process compiles goes to numba's on-disk cache, which the service's workers
+    then load.  ``neardup serve --preload N`` runs it beside its preload, which compiles
+    the ingest kernels meanwhile (:func:`warm_up` compiles the others first).  ``None``
+    when the machine has one core, where it would only take the caller's, or when the
+    process cannot be started.  The caller
+    waits for it (``wait()``) before starting the workers, or ends it (``kill()``) on
+    failure; nothing depends on its outcome."""
+    if _cores() < 2:
+        return None
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "neardup.service.warmup"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError as exc:  # an interpreter this user may not start, say: only slower
+        log.info("warm-up beside the caller not started: %s", exc)
+        return None
+
+
+if __name__ == "__main__":
+    warm_up()
