@@ -333,3 +333,32 @@ def test_a_small_dedup_never_loads_numba(tmp_path: Path) -> None:
     duplicates, loaded = out.stdout.split()
     assert int(duplicates) > 0
     assert loaded == "False"
+
+
+def test_a_long_dedup_chooses_the_compiled_kernels_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run declares its input's size (``expect_work``); work beyond the reference budget
+    makes every later choice the compiled kernels', smaller work changes nothing (checked
+    in a fresh interpreter, where numba is not loaded yet)."""
+    import subprocess
+    import sys
+
+    import neardup.batch.engine as engine
+    from neardup.text import PYTHON_NS_PER_CHAR
+
+    declared: list[int] = []
+    monkeypatch.setattr(engine, "expect_work", declared.append)
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "text": "one two three four five"}\n', encoding="utf-8")
+    engine.run(path)
+    assert declared == [PYTHON_NS_PER_CHAR * path.stat().st_size]
+
+    code = (
+        "from neardup import _jit; b = _jit.REFERENCE_BUDGET; "
+        "first = _jit.compiled_worthwhile(1000); _jit.expect_work(b // 2); "
+        "small = _jit.compiled_worthwhile(1000); _jit.expect_work(b + 1); "
+        "print(first, small, _jit.compiled_worthwhile(1000))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "True"]

@@ -15,8 +15,9 @@ fixed cost away from work that does not need it:
   work.  Once numba is loaded, always the kernel.  Before, the reference runs until the
   estimated cost of the work it has done adds up to ``REFERENCE_BUDGET`` (about what loading
   numba costs): a short job never pays for numba, and a long one pays for it at most once
-  more than it would have (the ski-rental bound).  The choice never changes a result, only
-  its cost.
+  more than it would have (the ski-rental bound).  A job that knows its size (a batch run,
+  from its input files) declares it with :func:`expect_work` and, when it is long, loads the
+  kernels at once.  The choice never changes a result, only its cost.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "REFERENCE_BUDGET",
     "compiled_entry",
     "compiled_worthwhile",
+    "expect_work",
     "forced",
     "njit",
     "uncompiled",
@@ -66,6 +68,19 @@ def compiled_worthwhile(cost_ns: int) -> bool:
             return True
         _spent += cost_ns
     return False
+
+
+def expect_work(cost_ns: int) -> None:
+    """Declare work this process is about to do, estimated as :func:`compiled_worthwhile`'s
+    ``cost_ns`` (a batch job knows the size of its input).  When it alone exceeds
+    :data:`REFERENCE_BUDGET`, the compiled kernels are chosen from now on: the ski-rental
+    choice with the length of the job known is to buy at once, not after renting for the
+    budget (which a long job would pay on top of loading numba).  Smaller work changes
+    nothing."""
+    global _spent
+    if cost_ns > REFERENCE_BUDGET:
+        with _lock:
+            _spent = max(_spent, REFERENCE_BUDGET)
 
 
 def uncompiled(kernel: F) -> F:

@@ -55,7 +55,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from neardup._jit import forced
+from neardup._jit import expect_work, forced
 from neardup._kernels import distinct, distinct_below
 from neardup.batch.executors import MAX_LOCAL_WORKERS, LocalPool, executor_for, progress_bar
 from neardup.batch.io import (
@@ -89,6 +89,7 @@ from neardup.config import canonical_json, check_int
 from neardup.errors import ConfigError, IncompleteOutputError, StoreError
 from neardup.records import FieldNames
 from neardup.rule import VERDICTS
+from neardup.text import PYTHON_NS_PER_CHAR
 
 __all__ = [
     "DedupResult",
@@ -258,6 +259,10 @@ def run(
     if mode not in ("dedup", "pairs"):
         raise ConfigError(f"mode must be 'dedup' or 'pairs', got {mode!r}")
     corpus = Corpus.of(input, against, fields, skip_invalid)
+    # Its text is about as many characters as the input has bytes (fewer: JSON and
+    # multi-byte characters; more for gzip): a long job loads the compiled kernels at once
+    # instead of first running their Python for the budget's worth.
+    expect_work(PYTHON_NS_PER_CHAR * corpus.size_bytes())
     key = run_key(cfg, corpus, mode)
     use_ranges = worker_reads and splittable(corpus.existing + corpus.new)
     work = WorkDir(
@@ -493,8 +498,7 @@ def _run_and_write(
         return DedupSummary(**{k: v for k, v in previous.items() if k in known})
     own_cluster = None
     if client is None:
-        size = sum(p.stat().st_size for p in corpus.new + corpus.existing)
-        client, own_cluster = _make_client(scheduler, workers, size, cfg)
+        client, own_cluster = _make_client(scheduler, workers, corpus.size_bytes(), cfg)
     try:
         result = run(
             input,

@@ -66,6 +66,10 @@ class Corpus:
             skip_invalid=skip_invalid,
         )
 
+    def size_bytes(self) -> int:
+        """The bytes of the input files as stored (compressed ones count compressed)."""
+        return sum(p.stat().st_size for p in self.new + self.existing)
+
     def stream(self, stats: ReadStats | None = None) -> Iterator[tuple[bool, InputRecord]]:
         """``(is_existing, record)`` for every document, existing corpus first."""
         existing_stats = ReadStats()
