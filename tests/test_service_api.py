@@ -202,13 +202,19 @@ def test_warm_up_runs_the_hot_paths_on_scratch_data(
 def test_warm_up_beside_runs_in_a_process_of_its_own(client: TestClient) -> None:
     # What `neardup serve --preload` starts beside its preload: the same warm-up, exit 0,
     # and nothing of it in the service's store.
-    from neardup.service.warmup import start_warm_up_beside
+    from neardup.service.warmup import finish_warm_up_beside, start_warm_up_beside
 
     helper = start_warm_up_beside()
     if helper is None:
         pytest.skip("one core: the warm-up is not started beside the caller")
-    assert helper.wait(timeout=600) == 0
+    finish_warm_up_beside(helper)
+    assert helper.returncode == 0
     assert client.get("/healthz").json()["documents"] == 0
+    # Cancelled (the caller's work failed): ended at once, whatever it was doing.
+    cancelled = start_warm_up_beside()
+    finish_warm_up_beside(cancelled, cancel=True)
+    assert cancelled is not None and cancelled.returncode is not None
+    finish_warm_up_beside(None)  # nothing started: nothing to do
 
 
 def test_events_and_event_report_match_the_python_api(

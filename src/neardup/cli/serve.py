@@ -92,7 +92,7 @@ def serve(
 
     from neardup.service.backend import open_backend
     from neardup.service.load import preload as run_preload
-    from neardup.service.warmup import start_warm_up_beside
+    from neardup.service.warmup import finish_warm_up_beside, start_warm_up_beside
 
     if token_file is not None:
         if token is not None:
@@ -135,14 +135,11 @@ def serve(
         try:
             loaded = run_preload(backend, preload, preload_path)
         except BaseException:
-            if helper is not None:
-                helper.kill()
-                helper.wait()
+            finish_warm_up_beside(helper, cancel=True)
             raise
         finally:
             backend.close()
-        if helper is not None:
-            helper.wait()
+        finish_warm_up_beside(helper)
         click.echo(f"neardup serve: {loaded.describe()}, into {store}", err=True)
     worker_settings = dataclasses.replace(settings, preload=0)
     os.environ[SETTINGS_ENV] = worker_settings.to_env()

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-__all__ = ["start_warm_up_beside", "warm_up"]
+__all__ = ["finish_warm_up_beside", "start_warm_up_beside", "warm_up"]
 
 log = logging.getLogger("neardup.service")
 
@@ -104,9 +104,8 @@ def start_warm_up_beside() -> subprocess.Popen[bytes] | None:
     then load.  ``neardup serve --preload N`` runs it beside its preload, which compiles
     the ingest kernels meanwhile (:func:`warm_up` compiles the others first).  ``None``
     when the machine has one core, where it would only take the caller's, or when the
-    process cannot be started.  The caller
-    waits for it (``wait()``) before starting the workers, or ends it (``kill()``) on
-    failure; nothing depends on its outcome."""
+    process cannot be started.  The caller ends it with :func:`finish_warm_up_beside`;
+    nothing depends on its outcome."""
     if _cores() < 2:
         return None
     try:
@@ -119,6 +118,29 @@ def start_warm_up_beside() -> subprocess.Popen[bytes] | None:
     except OSError as exc:  # an interpreter this user may not start, say: only slower
         log.info("warm-up beside the caller not started: %s", exc)
         return None
+
+
+#: The longest :func:`finish_warm_up_beside` waits: several times a cold warm-up on a slow
+#: 2-core machine (about 40 s measured), so only a process that hangs is cut short.
+WARM_UP_WAIT_SECONDS = 600.0
+
+
+def finish_warm_up_beside(helper: subprocess.Popen[bytes] | None, *, cancel: bool = False) -> None:
+    """Wait for a :func:`start_warm_up_beside` process to end (at most
+    :data:`WARM_UP_WAIT_SECONDS`), or end it now (``cancel``: the caller's work failed);
+    ``None`` does nothing.  Never raises for the process's own failure."""
+    if helper is None:
+        return
+    if not cancel:
+        try:
+            helper.wait(timeout=WARM_UP_WAIT_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            log.warning(
+                "warm-up beside the caller still running after %.0f s: ended", WARM_UP_WAIT_SECONDS
+            )
+    helper.kill()
+    helper.wait()
 
 
 if __name__ == "__main__":
