@@ -117,6 +117,8 @@ def test_more_candidates_than_the_first_scan_holds() -> None:
     got = index.query(sig(q))
     assert len(got) == sigs.shape[0]
     assert got == brute_candidates(sigs, keys, q, 8, 4)
+    # the batch query grows its buffer too, between two queries that fit the first one
+    assert index.query_many([sig(sigs[0]), sig(q), sig(sigs[1])])[1] == got
     assert sorted(index.query_keys(sig(q), min_score=0.1)) == keys
     assert sorted(index.query_key_array(sig(q), min_score=0.1).tolist()) == keys
     half = [k for k in keys if k % 2]

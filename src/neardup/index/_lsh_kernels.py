@@ -101,27 +101,6 @@ def _store(
 
 
 @njit(cache=True)
-def _add_one(
-    sig: U64,
-    values: U64,
-    alive: Bool,
-    row: int,
-    slots: U64,
-    tags: U8,
-    nxt: U32,
-    used: I64,
-    bands: int,
-    rows: int,
-) -> np.int64:  # pragma: no cover - compiled
-    """Store ``sig`` as row ``row`` (values, live flag) and insert its band keys: one call
-    per add instead of several numpy steps and two kernels.  The most slots used in a band."""
-    keys = np.empty(bands, dtype=np.uint64)
-    first = np.empty(bands, dtype=np.uint8)
-    _store(sig, values, alive, row, slots, tags, nxt, used, keys, first, bands, rows)
-    return np.int64(used.max())
-
-
-@njit(cache=True)
 def _add_block(
     block: U64,
     start: int,
@@ -134,7 +113,9 @@ def _add_block(
     bands: int,
     rows: int,
 ) -> np.int64:  # pragma: no cover - compiled
-    """:func:`_add_one` of each row of ``block`` as rows ``start, start + 1, ...``."""
+    """Store each row of ``block`` as rows ``start, start + 1, ...`` (values, live flag) and
+    insert its band keys: one call for many adds instead of several numpy steps each.  The
+    most slots used in a band."""
     keys = np.empty(bands, dtype=np.uint64)
     first = np.empty(bands, dtype=np.uint8)
     for i in range(block.shape[0]):
@@ -251,12 +232,14 @@ def _query_into(
     hits = out[half:]
     # work space of the table lookups: the output's first quarter, written only afterwards
     scratch = out[: 2 * bands] if 2 * bands <= quarter else np.empty(2 * bands, dtype=np.int64)
-    n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, not exact, hits, scratch)
+    # One call site in a loop (it is inlined: two would double the code numba compiles).
+    while True:
+        n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, not exact, hits, scratch)
+        if n <= hits.shape[0]:
+            break
+        hits = np.empty(n, dtype=np.int64)  # more hits than the buffer holds: again, in room
     if n == 0:
         return 0
-    if n > hits.shape[0]:  # more hits than the buffer holds: scan again into room
-        hits = np.empty(n, dtype=np.int64)
-        n = _band_hits(q, values, alive, slots, tags, nxt, bands, rows, not exact, hits, scratch)
     hits = hits[:n]
     if n > 1 and not _ascending(hits):  # one row's hits (a near copy) come in order
         hits.sort()  # work space: sorted in place
@@ -343,10 +326,11 @@ def _query_many(
     total = 0
     found = np.empty(1024, dtype=np.int64)
     for q in range(qs.shape[0]):
-        k = _query_into(qs[q], values, alive, slots, tags, nxt, bands, rows, need, True, found)
-        if k < 0:
-            found = np.empty(-8 * k, dtype=np.int64)
+        while True:  # one call site of the inlined _query_into, as there
             k = _query_into(qs[q], values, alive, slots, tags, nxt, bands, rows, need, True, found)
+            if k >= 0:
+                break
+            found = np.empty(-8 * k, dtype=np.int64)
         if total + k > out_q.shape[0]:
             size = max(2 * out_q.shape[0], total + k, 1024)
             grown_q = np.empty(size, dtype=np.int64)

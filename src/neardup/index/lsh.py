@@ -314,8 +314,11 @@ class LSHIndex(RowIndex):
         tables = self._tables
         if tables.used >= tables.limit or row >= tables.next.shape[0]:
             self._reserve_tables(1, row + 1)
-        tables.used = kern._add_one(
-            values, self._values, self._alive, row, tables.slots, tables.tags, tables.next,
+        # A block of one row, fresh (writable) as the held-back blocks are: the same
+        # compiled kernel for both, so a new machine compiles one.
+        block = np.array(values, dtype=np.uint64, ndmin=2)
+        tables.used = kern._add_block(
+            block, row, self._values, self._alive, tables.slots, tables.tags, tables.next,
             tables.band_used, self.bands, self.rows,
         )  # fmt: skip
 
