@@ -53,7 +53,9 @@ __all__ = ["serve"]
     type=int,
     help="Ingest N sample articles at start: the first N Reuters-21578 articles when the"
     " shared data is found ($NEARDUP_DATA or ../shared/data), else the synthetic sample"
-    " corpus shipped with neardup (33 articles).",
+    " corpus shipped with neardup (33 articles). On a machine with two cores or more the"
+    " workers' warm-up runs beside the preload in a second process, so that a first start"
+    " compiles on two cores.",
 )
 @click.option(
     "--preload-path",

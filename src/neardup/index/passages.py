@@ -215,9 +215,8 @@ def _query(
     segments' ranges, the buffer's scan and the count of each value, in one call.
 
     The segments come as tuples of :data:`MAX_SEGMENTS` (the unused ones empty and
-    skipped), so the kernel is compiled once; it keeps to loops, and ``sorted_distinct``
-    and :func:`_tally` do the sorting (on uint64, the one sort every kernel of the stream
-    shares)."""
+    skipped), so the kernel is compiled once; ``sorted_distinct`` and :func:`_tally` do
+    the sorting (on uint64, the one sort every kernel of the stream shares)."""
     nq = q.shape[0]
     nseg = len(seg_fps)
     los = np.zeros((nseg, nq), dtype=np.int64)
@@ -227,9 +226,8 @@ def _query(
         if seg_fps[s].shape[0] == 0:
             continue  # an unused segment: its ranges stay empty
         lo, hi = _bucket_ranges(seg_fps[s], seg_starts[s], seg_shifts[s], q)
-        for i in range(nq):
-            los[s, i] = lo[i]
-            his[s, i] = hi[i]
+        los[s] = lo
+        his[s] = hi
         _live_counts(seg_rows[s], lo, hi, alive, counts)
     bits = _bitmap(q)
     _scan_counts(buf_fps, buf_rows, nbuf, q, bits, alive, counts)
